@@ -1,0 +1,25 @@
+# Sourced by the tests, the demo and the benchmarks: where the build is, how to point
+# Open MPI at the freshly installed component, and a bounded mpirun.
+#
+# Inputs (optional): DEVMEM_BUILD (build tree, default <repo>/build),
+#                    DEVMEM_PREFIX (install prefix, default $DEVMEM_BUILD/install).
+
+DEVMEM_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+DEVMEM_BUILD=${DEVMEM_BUILD:-$DEVMEM_SRC/build}
+DEVMEM_PREFIX=${DEVMEM_PREFIX:-$DEVMEM_BUILD/install}
+export DEVMEM_SRC DEVMEM_BUILD DEVMEM_PREFIX
+
+# Setting the component path replaces Open MPI's default, so keep its own directory in it.
+DEVMEM_OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
+export OMPI_MCA_mca_base_component_path="$DEVMEM_PREFIX/lib/openmpi:$DEVMEM_OMPI_PKGLIBDIR"
+# CI and the quickstart run as root without a terminal.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No ssh: every "remote" launch goes through our own agents.
+export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
+
+# devmem_mpirun SECONDS mpirun-args...: mpirun that cannot hang a test run.
+devmem_mpirun() {
+    local limit=$1
+    shift
+    timeout --kill-after=10 "$limit" mpirun --oversubscribe "$@"
+}
