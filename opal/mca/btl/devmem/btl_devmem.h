@@ -1,0 +1,141 @@
+/*
+ * btl_devmem: an Open MPI BTL over TCP sockets that moves payloads between the NIC and
+ * device memory with Linux device-memory TCP where the kernel and NIC allow it.
+ *
+ * This header holds the component and module types, the MCA parameters, the counters
+ * printed by btl_devmem_stats, and the prototypes shared between the component's files.
+ * One module exists per (selected IPv4 interface x link); each has its own listen socket,
+ * so an accepted connection already knows its module.
+ */
+#ifndef MCA_BTL_DEVMEM_H
+#define MCA_BTL_DEVMEM_H
+
+#include "opal_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/class/opal_list.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/event/event.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+#include "btl_devmem_hdr.h"
+#include "btl_devmem_if.h"
+
+BEGIN_C_DECLS
+
+struct mca_btl_devmem_proc_t;
+
+/* What each process publishes in the modex: a header, then one record per module. */
+#define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
+#define MCA_BTL_DEVMEM_MODEX_VERSION 1
+
+struct mca_btl_devmem_modex_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t naddrs;
+    uint64_t secret; /* a connector must echo this to be accepted */
+};
+
+#define MCA_BTL_DEVMEM_ADDR_LOOPBACK 0x1
+
+struct mca_btl_devmem_modex_addr {
+    uint32_t addr;   /* IPv4, network byte order */
+    uint16_t port;   /* network byte order */
+    uint8_t prefix;  /* netmask length of the interface */
+    uint8_t flags;   /* MCA_BTL_DEVMEM_ADDR_* */
+    uint32_t module; /* the publisher's module index: sent back in the hello */
+    uint32_t link;   /* link number on that interface (0 .. links-1) */
+};
+
+/* Counters for the btl_devmem_stats line. Updated from the progress path only. */
+struct mca_btl_devmem_stats {
+    uint64_t tx_host;         /* payload bytes written from host memory */
+    uint64_t rx_host;         /* payload bytes read into host memory */
+    uint64_t tx_frags;
+    uint64_t rx_frags;
+    uint64_t get_host;        /* bytes moved by get */
+    uint64_t put_host;        /* bytes moved by put */
+    uint64_t conn_made;       /* connections that completed the handshake */
+    uint64_t conn_refused;    /* incoming connections dropped by the handshake checks */
+    uint64_t conn_failed;     /* connections lost without an orderly close */
+    uint64_t proto_errors;    /* connections closed for a malformed fragment */
+    uint64_t writev_calls;
+    uint64_t recv_calls;
+};
+
+typedef struct mca_btl_devmem_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* MCA parameters */
+    char *if_include;
+    char *if_exclude;
+    int links;
+    int sndbuf;
+    int rcvbuf;
+    int free_list_num;
+    int free_list_max;
+    int free_list_inc;
+    int recv_buffer;        /* bytes of per-connection read-ahead */
+    int handshake_timeout;  /* seconds a stranger may take to say hello */
+    int verbose;
+    bool stats_enabled;
+    bool nodelay;
+
+    /* state */
+    int output;                                  /* opal_output stream for verbose messages */
+    int num_modules;
+    struct mca_btl_devmem_module_t **modules;
+    opal_proc_table_t procs;                     /* opal name -> mca_btl_devmem_proc_t */
+    opal_mutex_t lock;
+    uint64_t secret;                             /* ours; published in the modex */
+    opal_list_t pending_accepts;                 /* sockets still in the handshake */
+
+    opal_free_list_t frags_eager; /* payload up to eager_limit */
+    opal_free_list_t frags_max;   /* payload up to max_send_size */
+    opal_free_list_t frags_user;  /* no payload: points at caller memory */
+
+    struct mca_btl_devmem_stats stats;
+} mca_btl_devmem_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_devmem_component_t mca_btl_devmem_component;
+
+typedef struct mca_btl_devmem_module_t {
+    mca_btl_base_module_t super;
+    uint32_t index;                /* position in the component's array and in the modex */
+    uint32_t link;                 /* link number on this interface */
+    struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
+    int listen_fd;
+    uint16_t listen_port;          /* host byte order */
+    opal_event_t listen_event;
+    bool listen_event_added;
+    opal_list_t endpoints;
+    opal_mutex_t lock;
+    mca_btl_base_module_error_cb_fn_t error_cb;
+} mca_btl_devmem_module_t;
+
+extern mca_btl_devmem_module_t mca_btl_devmem_module_template;
+
+#define DEVMEM_VERBOSE(level, ...) \
+    opal_output_verbose((level), mca_btl_devmem_component.output, "btl:devmem: " __VA_ARGS__)
+
+/* module functions (btl_devmem_module.c) */
+int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                             opal_bitmap_t *reachable);
+int mca_btl_devmem_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
+int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
+
+/* component helpers used by other files (btl_devmem_component.c) */
+void mca_btl_devmem_print_stats(void);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_H */

@@ -1,0 +1,520 @@
+/*
+ * The component: MCA parameters, the Open MPI version check, interface selection, one
+ * listen socket per module, the modex record, and the accepting side of the handshake.
+ *
+ * Strangers: anything that connects to a listen socket gets `handshake_timeout` seconds
+ * to send a valid hello with our secret; otherwise it is closed and counted, and the job
+ * never notices.
+ */
+#include "opal_config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal.h"
+#include "opal/util/show_help.h"
+
+#include "btl_devmem.h"
+#include "btl_devmem_endpoint.h"
+#include "btl_devmem_frag.h"
+#include "btl_devmem_proc.h"
+
+static int component_open(void);
+static int component_close(void);
+static int component_register(void);
+static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progress_threads,
+                                              bool enable_mpi_threads);
+
+mca_btl_devmem_component_t mca_btl_devmem_component = {
+    .super = {
+        .btl_version = {
+            MCA_BTL_DEFAULT_VERSION("devmem"),
+            .mca_open_component = component_open,
+            .mca_close_component = component_close,
+            .mca_register_component_params = component_register,
+        },
+        .btl_data = {
+            .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+        },
+        .btl_init = component_init,
+        .btl_progress = NULL,
+    },
+};
+
+/* A connection that has not yet proven it belongs to the job. */
+typedef struct {
+    opal_list_item_t super;
+    mca_btl_devmem_module_t *module;
+    int sd;
+    opal_event_t event;
+    struct mca_btl_devmem_hello hello;
+    size_t got;
+    char peer[INET_ADDRSTRLEN + 8];
+} pending_accept_t;
+static OBJ_CLASS_INSTANCE(pending_accept_t, opal_list_item_t, NULL, NULL);
+
+/* ---------------------------------------------------------------- parameters */
+
+static void reg_int(const char *name, const char *help, int level, int *storage)
+{
+    (void) mca_base_component_var_register(&mca_btl_devmem_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_bool(const char *name, const char *help, int level, bool *storage)
+{
+    (void) mca_base_component_var_register(&mca_btl_devmem_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_string(const char *name, const char *help, int level, char **storage)
+{
+    (void) mca_base_component_var_register(&mca_btl_devmem_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int component_register(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    c->if_include = "";
+    reg_string("if_include",
+               "Comma-separated interfaces (names or IPv4 networks a.b.c.d/n) to use, e.g. "
+               "\"eth0,198.51.100.0/24\"; empty: every interface that is up. Mutually "
+               "exclusive with btl_devmem_if_exclude.",
+               OPAL_INFO_LVL_1, &c->if_include);
+    c->if_exclude = "";
+    reg_string("if_exclude",
+               "Comma-separated interfaces (names or IPv4 networks) not to use. Loopback is "
+               "only ever used between ranks on the same host. Mutually exclusive with "
+               "btl_devmem_if_include.",
+               OPAL_INFO_LVL_1, &c->if_exclude);
+    c->links = 1;
+    reg_int("links", "Connections (and modules) per interface and peer; the PML stripes large "
+                     "messages across them",
+            OPAL_INFO_LVL_4, &c->links);
+    c->sndbuf = 0;
+    reg_int("sndbuf", "SO_SNDBUF for every connection in bytes (0: the kernel's autotuning)",
+            OPAL_INFO_LVL_4, &c->sndbuf);
+    c->rcvbuf = 0;
+    reg_int("rcvbuf", "SO_RCVBUF for every connection in bytes (0: the kernel's autotuning)",
+            OPAL_INFO_LVL_4, &c->rcvbuf);
+    c->recv_buffer = 128 * 1024;
+    reg_int("recv_buffer",
+            "Read-ahead buffer per connection in bytes; frames up to this size are delivered "
+            "from it without another copy (raised to at least eager_limit + header)",
+            OPAL_INFO_LVL_5, &c->recv_buffer);
+    c->free_list_num = 8;
+    reg_int("free_list_num", "Fragments allocated initially per free list", OPAL_INFO_LVL_5,
+            &c->free_list_num);
+    c->free_list_max = -1;
+    reg_int("free_list_max", "Maximum fragments per free list (-1: unlimited)", OPAL_INFO_LVL_5,
+            &c->free_list_max);
+    c->free_list_inc = 32;
+    reg_int("free_list_inc", "Fragments added when a free list grows", OPAL_INFO_LVL_5,
+            &c->free_list_inc);
+    c->handshake_timeout = 10;
+    reg_int("handshake_timeout",
+            "Seconds an incoming connection may take to send a valid hello before it is "
+            "dropped (strangers and stuck peers)",
+            OPAL_INFO_LVL_5, &c->handshake_timeout);
+    c->nodelay = true;
+    reg_bool("nodelay", "Set TCP_NODELAY on every connection (disable Nagle)", OPAL_INFO_LVL_5,
+             &c->nodelay);
+    c->verbose = 0;
+    reg_int("verbose",
+            "Verbosity: 10 connections and decisions, 20 handshake details, 30 and above "
+            "everything",
+            OPAL_INFO_LVL_5, &c->verbose);
+    c->stats_enabled = false;
+    reg_bool("stats",
+             "At finalize, print one line per rank: 'btl_devmem stats: rank=R key=value ...' "
+             "(bytes by path, connections made and refused, protocol errors, syscalls)",
+             OPAL_INFO_LVL_4, &c->stats_enabled);
+
+    return mca_btl_base_param_register(&c->super.btl_version,
+                                       &mca_btl_devmem_module_template.super);
+}
+
+/* ---------------------------------------------------------------- open / close */
+
+static int component_open(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    char built[32];
+
+    /* The MCA loader does not compare versions: a component built for another Open MPI
+     * series would load and crash on the first mismatched struct. */
+    snprintf(built, sizeof(built), "%d.%d.", OPAL_MAJOR_VERSION, OPAL_MINOR_VERSION);
+    if (0 != strncmp(opal_version_string, built, strlen(built))) {
+        opal_output(0,
+                    "btl:devmem: this component was built for Open MPI %d.%d.%d but is "
+                    "loaded into Open MPI %s; rebuild it against this Open MPI (configure "
+                    "--with-ompi=...). Not using btl_devmem.",
+                    OPAL_MAJOR_VERSION, OPAL_MINOR_VERSION, OPAL_RELEASE_VERSION,
+                    opal_version_string);
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    c->num_modules = 0;
+    c->modules = NULL;
+    memset(&c->stats, 0, sizeof(c->stats));
+    OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&c->procs, opal_proc_table_t);
+    opal_proc_table_init(&c->procs, 16, 256);
+    OBJ_CONSTRUCT(&c->pending_accepts, opal_list_t);
+    (void) opal_show_help_add_dir(DEVMEM_HELP_DIR);
+    return OPAL_SUCCESS;
+}
+
+static void pending_accept_drop(pending_accept_t *pa, const char *why)
+{
+    opal_event_del(&pa->event);
+    close(pa->sd);
+    opal_list_remove_item(&mca_btl_devmem_component.pending_accepts, &pa->super);
+    if (NULL != why) {
+        mca_btl_devmem_component.stats.conn_refused++;
+        DEVMEM_VERBOSE(5, "dropped a connection from %s on %s: %s", pa->peer,
+                       pa->module->itf.name, why);
+    }
+    OBJ_RELEASE(pa);
+}
+
+static void modules_release(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        mca_btl_devmem_module_t *m = c->modules[i];
+        if (m->listen_event_added) {
+            opal_event_del(&m->listen_event);
+        }
+        if (m->listen_fd >= 0) {
+            close(m->listen_fd);
+        }
+        OBJ_DESTRUCT(&m->endpoints);
+        OBJ_DESTRUCT(&m->lock);
+        free(m);
+    }
+    free(c->modules);
+    c->modules = NULL;
+    c->num_modules = 0;
+}
+
+static int component_close(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_get_first(&c->pending_accepts))
+           && item != opal_list_get_end(&c->pending_accepts)) {
+        pending_accept_drop((pending_accept_t *) item, NULL);
+    }
+    if (c->stats_enabled && c->num_modules > 0) {
+        mca_btl_devmem_print_stats();
+    }
+    mca_btl_devmem_proc_release_all();
+    modules_release();
+    mca_btl_devmem_frag_lists_fini();
+    OBJ_DESTRUCT(&c->pending_accepts);
+    OBJ_DESTRUCT(&c->procs);
+    OBJ_DESTRUCT(&c->lock);
+    opal_output_close(c->output);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_devmem_print_stats(void)
+{
+    const struct mca_btl_devmem_stats *s = &mca_btl_devmem_component.stats;
+    const opal_proc_t *me = opal_proc_local_get();
+
+    opal_output(0,
+                "btl_devmem stats: rank=%u tx_host=%" PRIu64 " rx_host=%" PRIu64
+                " tx_frags=%" PRIu64 " rx_frags=%" PRIu64 " get_host=%" PRIu64
+                " put_host=%" PRIu64 " conn_made=%" PRIu64 " conn_refused=%" PRIu64
+                " conn_failed=%" PRIu64 " proto_errors=%" PRIu64 " writev_calls=%" PRIu64
+                " recv_calls=%" PRIu64,
+                (unsigned) me->proc_name.vpid, s->tx_host, s->rx_host, s->tx_frags, s->rx_frags,
+                s->get_host, s->put_host, s->conn_made, s->conn_refused, s->conn_failed,
+                s->proto_errors, s->writev_calls, s->recv_calls);
+}
+
+/* ---------------------------------------------------------------- accepting */
+
+static void hello_cb(int sd, short flags, void *arg)
+{
+    pending_accept_t *pa = arg;
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    enum mca_btl_devmem_check chk;
+    struct mca_btl_devmem_hello hello;
+    opal_process_name_t name;
+    mca_btl_devmem_proc_t *peer;
+    mca_btl_base_endpoint_t *ep;
+    ssize_t n;
+    int rc;
+
+    if (flags & OPAL_EV_TIMEOUT) {
+        pending_accept_drop(pa, "no hello before the handshake timeout");
+        return;
+    }
+    n = recv(pa->sd, (char *) &pa->hello + pa->got, sizeof(pa->hello) - pa->got, 0);
+    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
+        return;
+    }
+    if (n <= 0) {
+        pending_accept_drop(pa, 0 == n ? "closed before a complete hello" : strerror(errno));
+        return;
+    }
+    pa->got += n;
+    if (pa->got < sizeof(pa->hello)) {
+        return;
+    }
+    chk = mca_btl_devmem_hello_check(&pa->hello, true, c->secret);
+    if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
+        pending_accept_drop(pa, mca_btl_devmem_check_str(chk));
+        return;
+    }
+    if (pa->hello.link != pa->module->index) {
+        pending_accept_drop(pa, "hello names another module than the one it reached");
+        return;
+    }
+    name.jobid = pa->hello.jobid;
+    name.vpid = pa->hello.vpid;
+    peer = mca_btl_devmem_proc_lookup_or_add(&name);
+    if (NULL == peer || NULL == (ep = peer->endpoints[pa->module->index])) {
+        pending_accept_drop(pa, "the process it names is not one we can reach on this module");
+        return;
+    }
+    /* the socket now belongs to the endpoint (or is closed by it) */
+    hello = pa->hello;
+    opal_event_del(&pa->event);
+    opal_list_remove_item(&c->pending_accepts, &pa->super);
+    sd = pa->sd;
+    OBJ_RELEASE(pa);
+    rc = mca_btl_devmem_endpoint_accept(ep, sd, &hello);
+    DEVMEM_VERBOSE(20, "accepted a connection from %s: %s", OPAL_NAME_PRINT(name),
+                   MCA_BTL_DEVMEM_HELLO_ACCEPT == rc ? "taken"
+                   : MCA_BTL_DEVMEM_HELLO_DEFER == rc ? "deferred to ours" : "failed");
+}
+
+static void listen_cb(int lsd, short flags, void *arg)
+{
+    mca_btl_devmem_module_t *m = arg;
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    for (;;) {
+        struct sockaddr_in from;
+        socklen_t len = sizeof(from);
+        struct timeval tv = {c->handshake_timeout > 0 ? c->handshake_timeout : 1, 0};
+        pending_accept_t *pa;
+        int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (sd < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            if (EAGAIN != errno && EWOULDBLOCK != errno) {
+                DEVMEM_VERBOSE(5, "accept on %s: %s", m->itf.name, strerror(errno));
+            }
+            return;
+        }
+        pa = OBJ_NEW(pending_accept_t);
+        if (NULL == pa) {
+            close(sd);
+            continue;
+        }
+        pa->module = m;
+        pa->sd = sd;
+        pa->got = 0;
+        snprintf(pa->peer, sizeof(pa->peer), "%s:%u", inet_ntoa(from.sin_addr),
+                 (unsigned) ntohs(from.sin_port));
+        {
+            int one = 1;
+            if (c->nodelay) {
+                (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            }
+            if (c->sndbuf > 0) {
+                (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
+            }
+            if (c->rcvbuf > 0) {
+                (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
+            }
+        }
+        opal_list_append(&c->pending_accepts, &pa->super);
+        opal_event_set(opal_sync_event_base, &pa->event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
+                       hello_cb, pa);
+        opal_event_add(&pa->event, &tv);
+    }
+}
+
+/* ---------------------------------------------------------------- init */
+
+static int create_listener(mca_btl_devmem_module_t *m)
+{
+    struct sockaddr_in sa = {0};
+    socklen_t len = sizeof(sa);
+    int sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (sd < 0) {
+        return -errno;
+    }
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = m->itf.addr;
+    sa.sin_port = 0; /* the kernel picks; the modex tells the peers */
+    if (0 != bind(sd, (struct sockaddr *) &sa, sizeof(sa)) || 0 != listen(sd, SOMAXCONN)
+        || 0 != getsockname(sd, (struct sockaddr *) &sa, &len)) {
+        int err = errno;
+        close(sd);
+        return -err;
+    }
+    m->listen_fd = sd;
+    m->listen_port = ntohs(sa.sin_port);
+    opal_event_set(opal_sync_event_base, &m->listen_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
+                   listen_cb, m);
+    opal_event_add(&m->listen_event, 0);
+    m->listen_event_added = true;
+    return 0;
+}
+
+static int publish_modex(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    size_t size = sizeof(struct mca_btl_devmem_modex_hdr)
+                  + c->num_modules * sizeof(struct mca_btl_devmem_modex_addr);
+    uint8_t *blob = calloc(1, size);
+    struct mca_btl_devmem_modex_hdr hdr = {MCA_BTL_DEVMEM_MODEX_MAGIC,
+                                           MCA_BTL_DEVMEM_MODEX_VERSION,
+                                           (uint16_t) c->num_modules, c->secret};
+    int rc;
+
+    if (NULL == blob) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(blob, &hdr, sizeof(hdr));
+    for (int i = 0; i < c->num_modules; i++) {
+        const mca_btl_devmem_module_t *m = c->modules[i];
+        struct mca_btl_devmem_modex_addr a = {
+            .addr = m->itf.addr,
+            .port = htons(m->listen_port),
+            .prefix = m->itf.prefix,
+            .flags = m->itf.loopback ? MCA_BTL_DEVMEM_ADDR_LOOPBACK : 0,
+            .module = m->index,
+            .link = m->link,
+        };
+        memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
+    }
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, blob, size);
+    free(blob);
+    return rc;
+}
+
+static int create_modules(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    struct mca_btl_devmem_if ifs[MCA_BTL_DEVMEM_IF_MAX];
+    char why[256] = "", unmatched[64] = "";
+    int n, links = c->links > 0 ? c->links : 1;
+
+    n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
+    if (n < 0) {
+        opal_output(0, "btl:devmem: cannot list network interfaces: %s", strerror(-n));
+        return OPAL_ERROR;
+    }
+    n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),
+                                 unmatched, sizeof(unmatched));
+    if (n < 0) {
+        opal_show_help("help-mpi-btl-devmem.txt", "invalid if list", true, why);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if ('\0' != unmatched[0]) {
+        opal_show_help("help-mpi-btl-devmem.txt", "if_include unmatched", true, unmatched);
+    }
+    if (0 == n) {
+        DEVMEM_VERBOSE(5, "no usable IPv4 interface (if_include='%s', if_exclude='%s')",
+                       c->if_include, c->if_exclude);
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    c->modules = calloc((size_t) n * links, sizeof(*c->modules));
+    if (NULL == c->modules) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    for (int link = 0; link < links; link++) {
+        for (int i = 0; i < n; i++) {
+            mca_btl_devmem_module_t *m = malloc(sizeof(*m));
+            char addr[INET_ADDRSTRLEN];
+            int rc;
+
+            if (NULL == m) {
+                return OPAL_ERR_OUT_OF_RESOURCE;
+            }
+            memcpy(m, &mca_btl_devmem_module_template, sizeof(*m));
+            OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
+            OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
+            m->itf = ifs[i];
+            m->link = (uint32_t) link;
+            m->index = (uint32_t) c->num_modules;
+            m->listen_fd = -1;
+            m->listen_event_added = false;
+            m->error_cb = NULL;
+            /* each extra link shares the interface: split its bandwidth */
+            m->super.btl_bandwidth = mca_btl_devmem_module_template.super.btl_bandwidth / links;
+            m->super.btl_latency = mca_btl_devmem_module_template.super.btl_latency * links;
+            c->modules[c->num_modules++] = m;
+            if (0 != (rc = create_listener(m))) {
+                opal_output(0, "btl:devmem: cannot listen on %s (%s): %s", m->itf.name,
+                            inet_ntop(AF_INET, &m->itf.addr, addr, sizeof(addr)),
+                            strerror(-rc));
+                return OPAL_ERROR;
+            }
+            DEVMEM_VERBOSE(10, "module %u: %s %s/%u port %u link %d", m->index, m->itf.name,
+                           inet_ntop(AF_INET, &m->itf.addr, addr, sizeof(addr)),
+                           (unsigned) m->itf.prefix, (unsigned) m->listen_port, link);
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progress_threads,
+                                              bool enable_mpi_threads)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    mca_btl_base_module_t **btls = NULL;
+    int rc;
+
+    *num_btls = 0;
+    if (sizeof(c->secret) != getrandom(&c->secret, sizeof(c->secret), 0)) {
+        opal_output(0, "btl:devmem: getrandom failed: %s", strerror(errno));
+        return NULL;
+    }
+    rc = mca_btl_devmem_frag_lists_init(mca_btl_devmem_module_template.super.btl_eager_limit,
+                                        mca_btl_devmem_module_template.super.btl_max_send_size);
+    if (OPAL_SUCCESS != rc || OPAL_SUCCESS != (rc = create_modules())
+        || OPAL_SUCCESS != (rc = publish_modex())) {
+        goto fail;
+    }
+    btls = malloc(c->num_modules * sizeof(*btls));
+    if (NULL == btls) {
+        goto fail;
+    }
+    for (int i = 0; i < c->num_modules; i++) {
+        btls[i] = &c->modules[i]->super;
+    }
+    *num_btls = c->num_modules;
+    return btls;
+fail:
+    modules_release();
+    return NULL;
+}

@@ -1,0 +1,1075 @@
+/*
+ * The endpoint: one TCP connection to one peer through one module.
+ *
+ * Connection: either side may connect first. The connector sends a hello; the acceptor
+ * checks it (btl_devmem_component.c) and hands the socket here. When both sides connect
+ * at once, the connection opened by the process with the lower name wins: the other side
+ * is told to DEFER and waits for the winner's connection, which is already on its way.
+ *
+ * Sending: fragments queue in wire order; one sendmsg gathers the iovecs of as many
+ * queued fragments as fit, so a burst of small messages costs one syscall.
+ *
+ * Receiving: small frames are read in bulk into a per-connection read-ahead buffer and
+ * delivered from there without another copy; a payload larger than the buffer is read
+ * straight to its destination with readv, whose second iovec pulls in the next headers in
+ * the same call. Every header is checked (btl_devmem_hdr.h) before its payload is read.
+ *
+ * Failure: EOF or an error without a prior FIN means the peer is gone: queued work fails
+ * with OPAL_ERR_UNREACH and the PML's error callback ends the job with the peer's name.
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/proc.h"
+
+#include "btl_devmem_endpoint.h"
+
+#define SEND_IOV_MAX 64
+
+static void recv_cb(int sd, short flags, void *arg);
+static void send_cb(int sd, short flags, void *arg);
+
+static void ep_construct(mca_btl_devmem_endpoint_t *ep)
+{
+    ep->module = NULL;
+    ep->peer = NULL;
+    ep->state = MCA_BTL_DEVMEM_EP_CLOSED;
+    ep->sd = -1;
+    ep->events_counted = false;
+    ep->recv_event_added = false;
+    ep->send_event_added = false;
+    OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
+    OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
+    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
+    ep->rbuf = NULL;
+    ep->rcap = ep->rhead = ep->rtail = 0;
+    ep->rbig = NULL;
+    ep->rbig_cap = 0;
+    ep->rget = NULL;
+    ep->in_recv = false;
+    ep->next_get_id = 1;
+    ep->reply_got = 0;
+}
+
+static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
+{
+    if (ep->sd >= 0) {
+        close(ep->sd);
+    }
+    free(ep->rbuf);
+    free(ep->rbig);
+    OBJ_DESTRUCT(&ep->lock);
+    OBJ_DESTRUCT(&ep->send_queue);
+    OBJ_DESTRUCT(&ep->pending_gets);
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_devmem_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);
+
+const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s)
+{
+    switch (s) {
+    case MCA_BTL_DEVMEM_EP_CLOSED: return "closed";
+    case MCA_BTL_DEVMEM_EP_CONNECTING: return "connecting";
+    case MCA_BTL_DEVMEM_EP_CONNECT_ACK: return "waiting for handshake reply";
+    case MCA_BTL_DEVMEM_EP_WAIT_PEER: return "waiting for the peer's connection";
+    case MCA_BTL_DEVMEM_EP_CONNECTED: return "connected";
+    case MCA_BTL_DEVMEM_EP_SHUTDOWN: return "shut down";
+    case MCA_BTL_DEVMEM_EP_FAILED: return "failed";
+    }
+    return "?";
+}
+
+static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
+{
+    const char *h = opal_get_proc_hostname(ep->peer->proc);
+    return NULL != h ? h : "unknown host";
+}
+
+/* ---------------------------------------------------------------- events */
+
+static void events_attach(mca_btl_devmem_endpoint_t *ep, int sd)
+{
+    ep->sd = sd;
+    opal_event_set(opal_sync_event_base, &ep->recv_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
+                   recv_cb, ep);
+    opal_event_set(opal_sync_event_base, &ep->send_event, sd, OPAL_EV_WRITE | OPAL_EV_PERSIST,
+                   send_cb, ep);
+    if (!ep->events_counted) {
+        /* poll libevent on every opal_progress while this socket is live */
+        opal_progress_event_users_increment();
+        ep->events_counted = true;
+    }
+}
+
+static void recv_event_on(mca_btl_devmem_endpoint_t *ep)
+{
+    if (!ep->recv_event_added) {
+        opal_event_add(&ep->recv_event, 0);
+        ep->recv_event_added = true;
+    }
+}
+
+static void send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
+{
+    if (on && !ep->send_event_added) {
+        opal_event_add(&ep->send_event, 0);
+        ep->send_event_added = true;
+    } else if (!on && ep->send_event_added) {
+        opal_event_del(&ep->send_event);
+        ep->send_event_added = false;
+    }
+}
+
+/* Drop the socket and its events; the state is the caller's to set. */
+static void socket_close(mca_btl_devmem_endpoint_t *ep)
+{
+    if (ep->recv_event_added) {
+        opal_event_del(&ep->recv_event);
+        ep->recv_event_added = false;
+    }
+    send_event_set(ep, false);
+    if (ep->events_counted) {
+        opal_progress_event_users_decrement();
+        ep->events_counted = false;
+    }
+    if (ep->sd >= 0) {
+        close(ep->sd);
+        ep->sd = -1;
+    }
+    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
+    ep->rhead = ep->rtail = 0;
+    ep->reply_got = 0;
+}
+
+/* ---------------------------------------------------------------- completion */
+
+static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
+{
+    mca_btl_devmem_module_t *m = ep->module;
+
+    switch (frag->kind) {
+    case MCA_BTL_DEVMEM_FRAG_SEND: {
+        int owned = frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        if (OPAL_SUCCESS == status) {
+            mca_btl_devmem_component.stats.tx_host += frag->payload;
+            mca_btl_devmem_component.stats.tx_frags++;
+        }
+        /* queued fragments always call back; those of sendi have nobody to call */
+        if ((frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
+            && NULL != frag->base.des_cbfunc) {
+            frag->base.des_cbfunc(&m->super, ep, &frag->base, status);
+        }
+        if (owned) {
+            mca_btl_devmem_frag_return(frag);
+        }
+        break;
+    }
+    case MCA_BTL_DEVMEM_FRAG_PUT:
+        if (OPAL_SUCCESS == status) {
+            mca_btl_devmem_component.stats.tx_host += frag->payload;
+            mca_btl_devmem_component.stats.put_host += frag->payload;
+        }
+        frag->rdma_cb(&m->super, ep, frag->local_address, frag->local_handle, frag->cbcontext,
+                      frag->cbdata, status);
+        mca_btl_devmem_frag_return(frag);
+        break;
+    case MCA_BTL_DEVMEM_FRAG_GET:
+        frag->rdma_cb(&m->super, ep, frag->local_address, frag->local_handle, frag->cbcontext,
+                      frag->cbdata, status);
+        mca_btl_devmem_frag_return(frag);
+        break;
+    case MCA_BTL_DEVMEM_FRAG_CTRL:
+        if (OPAL_SUCCESS == status && MCA_BTL_DEVMEM_HDR_GET_RESP == frag->hdr.type) {
+            mca_btl_devmem_component.stats.tx_host += frag->payload;
+        }
+        mca_btl_devmem_frag_return(frag);
+        break;
+    }
+}
+
+static void complete_list(mca_btl_devmem_endpoint_t *ep, opal_list_t *done, int status)
+{
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_remove_first(done))) {
+        complete_frag(ep, (mca_btl_devmem_frag_t *) item, status);
+    }
+}
+
+/* ---------------------------------------------------------------- failure */
+
+/*
+ * The peer is gone (or misbehaved): fail everything queued for it and tell the PML,
+ * which ends the job with our message. `why` says what happened, `err` is an errno or 0.
+ */
+static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
+{
+    opal_list_t doomed;
+    char msg[512];
+
+    OBJ_CONSTRUCT(&doomed, opal_list_t);
+    OPAL_THREAD_LOCK(&ep->lock);
+    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        OBJ_DESTRUCT(&doomed);
+        return;
+    }
+    ep->state = MCA_BTL_DEVMEM_EP_FAILED;
+    socket_close(ep);
+    opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
+    opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
+    if (NULL != ep->rget) {
+        ep->rget = NULL; /* it is on pending_gets too: completed from there */
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+
+    mca_btl_devmem_component.stats.conn_failed++;
+    snprintf(msg, sizeof(msg),
+             "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
+             OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
+             err ? ": " : "", err ? strerror(err) : "");
+    opal_output(0, "%s", msg);
+    complete_list(ep, &doomed, OPAL_ERR_UNREACH);
+    OBJ_DESTRUCT(&doomed);
+    if (NULL != ep->module->error_cb) {
+        ep->module->error_cb(&ep->module->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->peer->proc, msg);
+    }
+}
+
+static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
+                        const struct mca_btl_devmem_hdr *h)
+{
+    char why[256];
+
+    mca_btl_devmem_component.stats.proto_errors++;
+    snprintf(why, sizeof(why),
+             "malformed fragment (%s; type %u, tag %u, size %u); connection closed", what,
+             h->type, h->tag, h->size);
+    ep_fail(ep, why, 0);
+}
+
+/* ---------------------------------------------------------------- sending */
+
+/*
+ * Write as much of the queue as the socket takes. Called with ep->lock held; finished
+ * fragments move to `done` for completion after the lock is dropped.
+ * Returns 0, or -errno when the socket failed.
+ */
+static int send_progress_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *done)
+{
+    bool blocked = false;
+
+    while (!opal_list_is_empty(&ep->send_queue)) {
+        struct iovec iov[SEND_IOV_MAX];
+        struct msghdr msg = {0};
+        size_t want = 0, left;
+        int cnt = 0;
+        ssize_t n;
+
+        mca_btl_devmem_frag_t *frag;
+        OPAL_LIST_FOREACH (frag, &ep->send_queue, mca_btl_devmem_frag_t) {
+            for (int i = frag->iov_idx; i < frag->iov_cnt && cnt < SEND_IOV_MAX; i++) {
+                iov[cnt++] = frag->iov[i];
+                want += frag->iov[i].iov_len;
+            }
+            if (cnt == SEND_IOV_MAX) {
+                break;
+            }
+        }
+        msg.msg_iov = iov;
+        msg.msg_iovlen = cnt;
+        n = sendmsg(ep->sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        mca_btl_devmem_component.stats.writev_calls++;
+        if (n < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            if (EAGAIN == errno || EWOULDBLOCK == errno) {
+                blocked = true;
+                break;
+            }
+            return -errno;
+        }
+        left = (size_t) n;
+        while (!opal_list_is_empty(&ep->send_queue)) {
+            mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(
+                &ep->send_queue);
+            while (frag->iov_idx < frag->iov_cnt && left >= frag->iov[frag->iov_idx].iov_len) {
+                left -= frag->iov[frag->iov_idx].iov_len;
+                frag->iov_idx++;
+            }
+            if (frag->iov_idx < frag->iov_cnt) {
+                frag->iov[frag->iov_idx].iov_base = (char *) frag->iov[frag->iov_idx].iov_base
+                                                    + left;
+                frag->iov[frag->iov_idx].iov_len -= left;
+                left = 0;
+                break;
+            }
+            opal_list_remove_first(&ep->send_queue);
+            opal_list_append(done, &frag->base.super.super);
+        }
+        if ((size_t) n < want) {
+            blocked = true;
+            break;
+        }
+    }
+    send_event_set(ep, blocked);
+    return 0;
+}
+
+/* Flush the queue now (connected endpoints only) and complete what was written. */
+static void send_progress(mca_btl_devmem_endpoint_t *ep)
+{
+    opal_list_t done;
+    int rc = 0;
+
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    OPAL_THREAD_LOCK(&ep->lock);
+    if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
+        rc = send_progress_locked(ep, &done);
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    complete_list(ep, &done, OPAL_SUCCESS);
+    OBJ_DESTRUCT(&done);
+    if (rc < 0) {
+        ep_fail(ep, "send failed", -rc);
+    }
+}
+
+static int start_connect(mca_btl_devmem_endpoint_t *ep);
+
+int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
+{
+    opal_list_t done;
+    int rc = OPAL_SUCCESS;
+
+    frag->endpoint = ep;
+    OPAL_THREAD_LOCK(&ep->lock);
+    switch (ep->state) {
+    case MCA_BTL_DEVMEM_EP_FAILED:
+    case MCA_BTL_DEVMEM_EP_SHUTDOWN:
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return OPAL_ERR_UNREACH;
+    case MCA_BTL_DEVMEM_EP_CONNECTED:
+        if (opal_list_is_empty(&ep->send_queue)) {
+            /* try to write it inline: the common case, and the fastest. Should it stay
+             * queued, its completion needs a callback: flag it before it is visible. */
+            uint32_t pml_flags = frag->base.des_flags;
+            frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+            OBJ_CONSTRUCT(&done, opal_list_t);
+            opal_list_append(&ep->send_queue, &frag->base.super.super);
+            rc = send_progress_locked(ep, &done);
+            if (rc < 0) {
+                /* the PML still owns the descriptor: take it back out and say so */
+                if (opal_list_is_empty(&done)) {
+                    opal_list_remove_item(&ep->send_queue, &frag->base.super.super);
+                } else {
+                    opal_list_remove_first(&done);
+                }
+                frag->base.des_flags = pml_flags;
+                OPAL_THREAD_UNLOCK(&ep->lock);
+                OBJ_DESTRUCT(&done);
+                ep_fail(ep, "send failed", -rc);
+                return OPAL_ERR_UNREACH;
+            }
+            OPAL_THREAD_UNLOCK(&ep->lock);
+            if (!opal_list_is_empty(&done)) {
+                opal_list_remove_first(&done);
+                OBJ_DESTRUCT(&done);
+                frag->base.des_flags = pml_flags;
+                if (MCA_BTL_DEVMEM_FRAG_SEND != frag->kind) {
+                    complete_frag(ep, frag, OPAL_SUCCESS);
+                    return OPAL_SUCCESS;
+                }
+                mca_btl_devmem_component.stats.tx_host += frag->payload;
+                mca_btl_devmem_component.stats.tx_frags++;
+                if ((frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
+                    && NULL != frag->base.des_cbfunc) {
+                    frag->base.des_cbfunc(&ep->module->super, ep, &frag->base, OPAL_SUCCESS);
+                }
+                if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
+                    mca_btl_devmem_frag_return(frag);
+                }
+                return 1;
+            }
+            /* not all of it went out: the rest completes from the send event, with a callback */
+            OBJ_DESTRUCT(&done);
+            return OPAL_SUCCESS;
+        }
+        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+        opal_list_append(&ep->send_queue, &frag->base.super.super);
+        break;
+    case MCA_BTL_DEVMEM_EP_CLOSED:
+        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+        opal_list_append(&ep->send_queue, &frag->base.super.super);
+        rc = start_connect(ep);
+        break;
+    default: /* connecting: queued until the handshake completes */
+        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+        opal_list_append(&ep->send_queue, &frag->base.super.super);
+        break;
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    if (OPAL_SUCCESS != rc) {
+        ep_fail(ep, "cannot connect", -rc > 0 ? -rc : 0);
+        return OPAL_SUCCESS; /* the frag was completed with an error by ep_fail */
+    }
+    return OPAL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- connecting */
+
+static void tune_socket(int sd)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    int one = 1;
+
+    if (c->nodelay) {
+        (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    if (c->sndbuf > 0) {
+        (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
+    }
+    if (c->rcvbuf > 0) {
+        (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
+    }
+}
+
+static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
+{
+    size_t want = (size_t) mca_btl_devmem_component.recv_buffer;
+    size_t eager_frame = ep->module->super.btl_eager_limit + sizeof(struct mca_btl_devmem_hdr);
+
+    if (want < eager_frame) {
+        want = eager_frame; /* eager frames are always delivered from the buffer */
+    }
+    if (NULL == ep->rbuf) {
+        ep->rbuf = malloc(want);
+        if (NULL == ep->rbuf) {
+            return -ENOMEM;
+        }
+        ep->rcap = want;
+    }
+    ep->rhead = ep->rtail = 0;
+    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
+    return 0;
+}
+
+/* Called with ep->lock held. Returns 0 or -errno. */
+static int start_connect(mca_btl_devmem_endpoint_t *ep)
+{
+    struct sockaddr_in local = {0}, remote = {0};
+    int sd;
+
+    sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (sd < 0) {
+        return -errno;
+    }
+    tune_socket(sd);
+    /* leave through this module's interface */
+    local.sin_family = AF_INET;
+    local.sin_addr.s_addr = ep->module->itf.addr;
+    if (0 != bind(sd, (struct sockaddr *) &local, sizeof(local))) {
+        int err = errno;
+        close(sd);
+        return -err;
+    }
+    remote.sin_family = AF_INET;
+    remote.sin_addr.s_addr = ep->remote.addr;
+    remote.sin_port = ep->remote.port;
+    DEVMEM_VERBOSE(20, "connecting to %s via %s", OPAL_NAME_PRINT(ep->peer->name),
+                   ep->module->itf.name);
+    if (0 != connect(sd, (struct sockaddr *) &remote, sizeof(remote)) && EINPROGRESS != errno) {
+        int err = errno;
+        close(sd);
+        return -err;
+    }
+    events_attach(ep, sd);
+    ep->state = MCA_BTL_DEVMEM_EP_CONNECTING;
+    send_event_set(ep, true); /* writable = connect finished */
+    return 0;
+}
+
+/* Write a whole small buffer to a fresh socket (a hello or its reply). */
+static int send_small(int sd, const void *buf, size_t len)
+{
+    ssize_t n;
+
+    do {
+        n = send(sd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } while (n < 0 && EINTR == errno);
+    if (n < 0) {
+        return -errno;
+    }
+    return (size_t) n == len ? 0 : -EAGAIN;
+}
+
+static void local_name(uint32_t *jobid, uint32_t *vpid)
+{
+    const opal_proc_t *me = opal_proc_local_get();
+    *jobid = me->proc_name.jobid;
+    *vpid = me->proc_name.vpid;
+}
+
+/* The non-blocking connect finished: check it and send our hello. */
+static void connect_done(mca_btl_devmem_endpoint_t *ep)
+{
+    struct mca_btl_devmem_hello hello;
+    int err = 0, rc;
+    socklen_t len = sizeof(err);
+    uint32_t jobid, vpid;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    if (0 != getsockopt(ep->sd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+        err = errno;
+    }
+    if (0 == err) {
+        local_name(&jobid, &vpid);
+        mca_btl_devmem_hello_init(&hello, MCA_BTL_DEVMEM_HELLO_REQUEST, jobid, vpid,
+                                  ep->peer->secret, ep->remote.module,
+                                  (uint32_t) ep->module->super.btl_max_send_size);
+        rc = send_small(ep->sd, &hello, sizeof(hello));
+        err = rc < 0 ? -rc : 0;
+    }
+    if (0 != err) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        ep_fail(ep, "connect failed", err);
+        return;
+    }
+    send_event_set(ep, false);
+    ep->state = MCA_BTL_DEVMEM_EP_CONNECT_ACK;
+    ep->reply_got = 0;
+    recv_event_on(ep);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+}
+
+/* The handshake is complete on ep->sd: start moving data. Called with the lock held. */
+static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
+{
+    int rc = rx_buffers_ready(ep);
+    if (rc < 0) {
+        return rc;
+    }
+    ep->limits.frag_limit = peer_frag_limit;
+    ep->limits.put_limit = ep->module->super.btl_put_limit > UINT32_MAX
+                               ? UINT32_MAX
+                               : ep->module->super.btl_put_limit;
+    ep->state = MCA_BTL_DEVMEM_EP_CONNECTED;
+    recv_event_on(ep);
+    mca_btl_devmem_component.stats.conn_made++;
+    DEVMEM_VERBOSE(10, "connected to %s on host %s via %s", OPAL_NAME_PRINT(ep->peer->name),
+                   peer_host(ep), ep->module->itf.name);
+    return 0;
+}
+
+/* Read the acceptor's reply (connector side). */
+static void read_reply(mca_btl_devmem_endpoint_t *ep)
+{
+    ssize_t n;
+    enum mca_btl_devmem_check chk;
+    opal_list_t done;
+    int rc;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    n = recv(ep->sd, (char *) &ep->reply + ep->reply_got, sizeof(ep->reply) - ep->reply_got, 0);
+    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return;
+    }
+    if (n <= 0) {
+        int err = 0 == n ? 0 : errno;
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        ep_fail(ep, 0 == n ? "the peer closed the connection during the handshake"
+                           : "handshake failed", err);
+        return;
+    }
+    ep->reply_got += n;
+    if (ep->reply_got < sizeof(ep->reply)) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return;
+    }
+    chk = mca_btl_devmem_hello_check(&ep->reply, false, mca_btl_devmem_component.secret);
+    if (MCA_BTL_DEVMEM_CHECK_OK == chk
+        && (ep->reply.jobid != ep->peer->name.jobid || ep->reply.vpid != ep->peer->name.vpid)) {
+        chk = MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+    }
+    if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        ep_fail(ep, mca_btl_devmem_check_str(chk), 0);
+        return;
+    }
+    if (MCA_BTL_DEVMEM_HELLO_DEFER == ep->reply.status) {
+        /* simultaneous connect: the peer's own connection is on its way to us */
+        DEVMEM_VERBOSE(20, "%s deferred our connection; waiting for its own",
+                       OPAL_NAME_PRINT(ep->peer->name));
+        socket_close(ep);
+        ep->state = MCA_BTL_DEVMEM_EP_WAIT_PEER;
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return;
+    }
+    rc = become_connected(ep, ep->reply.frag_limit);
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    if (0 == rc) {
+        rc = send_progress_locked(ep, &done);
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    complete_list(ep, &done, OPAL_SUCCESS);
+    OBJ_DESTRUCT(&done);
+    if (rc < 0) {
+        ep_fail(ep, "cannot start the connection", -rc);
+    }
+}
+
+int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
+                                   const struct mca_btl_devmem_hello *hello)
+{
+    struct mca_btl_devmem_hello reply;
+    const opal_proc_t *me = opal_proc_local_get();
+    uint16_t status = MCA_BTL_DEVMEM_HELLO_ACCEPT;
+    opal_list_t done;
+    int rc;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    switch (ep->state) {
+    case MCA_BTL_DEVMEM_EP_CLOSED:
+    case MCA_BTL_DEVMEM_EP_WAIT_PEER:
+        break;
+    case MCA_BTL_DEVMEM_EP_CONNECTING:
+    case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
+        /* both sides connected at once: the lower name's connection wins */
+        if (opal_compare_proc(me->proc_name, ep->peer->name) < 0) {
+            status = MCA_BTL_DEVMEM_HELLO_DEFER;
+        } else {
+            socket_close(ep);
+        }
+        break;
+    default:
+        status = MCA_BTL_DEVMEM_HELLO_DEFER;
+        DEVMEM_VERBOSE(10, "refusing a second connection from %s (endpoint %s)",
+                       OPAL_NAME_PRINT(ep->peer->name),
+                       mca_btl_devmem_endpoint_state_str(ep->state));
+        break;
+    }
+    mca_btl_devmem_hello_init(&reply, status, me->proc_name.jobid, me->proc_name.vpid,
+                              hello->secret == mca_btl_devmem_component.secret
+                                  ? ep->peer->secret : 0,
+                              ep->module->index, (uint32_t) ep->module->super.btl_max_send_size);
+    rc = send_small(sd, &reply, sizeof(reply));
+    if (MCA_BTL_DEVMEM_HELLO_DEFER == status || rc < 0) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        close(sd);
+        return rc < 0 ? rc : status;
+    }
+    events_attach(ep, sd);
+    rc = become_connected(ep, hello->frag_limit);
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    if (0 == rc) {
+        rc = send_progress_locked(ep, &done);
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    complete_list(ep, &done, OPAL_SUCCESS);
+    OBJ_DESTRUCT(&done);
+    if (rc < 0) {
+        ep_fail(ep, "cannot start the connection", -rc);
+        return rc;
+    }
+    return status;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static void deliver(mca_btl_devmem_endpoint_t *ep, uint8_t tag, void *payload, size_t len)
+{
+    mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
+    mca_btl_base_segment_t seg;
+
+    seg.seg_addr.pval = payload;
+    seg.seg_len = len;
+    mca_btl_devmem_component.stats.rx_host += len;
+    mca_btl_devmem_component.stats.rx_frags++;
+#if BTL_VERSION >= 330
+    mca_btl_base_receive_descriptor_t desc = {.endpoint = ep,
+                                              .des_segments = &seg,
+                                              .des_segment_count = 1,
+                                              .tag = tag,
+                                              .cbdata = reg->cbdata};
+    reg->cbfunc(&ep->module->super, &desc);
+#else
+    mca_btl_base_descriptor_t desc;
+    memset(&desc, 0, sizeof(desc));
+    desc.des_segments = &seg;
+    desc.des_segment_count = 1;
+    reg->cbfunc(&ep->module->super, tag, &desc, reg->cbdata);
+#endif
+}
+
+static mca_btl_devmem_frag_t *find_get(mca_btl_devmem_endpoint_t *ep, uint64_t id)
+{
+    mca_btl_devmem_frag_t *found = NULL, *frag;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    OPAL_LIST_FOREACH (frag, &ep->pending_gets, mca_btl_devmem_frag_t) {
+        if (frag->hdr.id == id) {
+            found = frag;
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    return found;
+}
+
+static void finish_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
+{
+    OPAL_THREAD_LOCK(&ep->lock);
+    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    mca_btl_devmem_component.stats.rx_host += get->hdr.size;
+    mca_btl_devmem_component.stats.get_host += get->hdr.size;
+    complete_frag(ep, get, OPAL_SUCCESS);
+}
+
+/* The peer asks for `size` bytes at `addr` in our memory: stream them back in place. */
+static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+{
+    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_alloc_user();
+
+    if (NULL == resp) {
+        return -ENOMEM;
+    }
+    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
+    resp->hdr.id = h->id;
+    resp->segments[0].seg_addr.lval = h->addr;
+    resp->segments[0].seg_len = h->size;
+    resp->base.des_segment_count = 1;
+    mca_btl_devmem_frag_prepare_write(resp);
+    if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
+        mca_btl_devmem_frag_return(resp); /* the endpoint failed and said so */
+    }
+    return 0;
+}
+
+/* A whole frame (header and payload) is in hand. Returns 0, or -1 when ep failed. */
+static int rx_frame(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h, char *body)
+{
+    mca_btl_devmem_frag_t *get;
+
+    switch (h->type) {
+    case MCA_BTL_DEVMEM_HDR_SEND:
+        if (NULL == mca_btl_base_active_message_trigger[h->tag].cbfunc) {
+            proto_error(ep, "no receiver registered for this tag", h);
+            return -1;
+        }
+        deliver(ep, h->tag, body, h->size);
+        return 0;
+    case MCA_BTL_DEVMEM_HDR_PUT:
+        if (0 == h->addr && 0 != h->size) {
+            proto_error(ep, "put to a null address", h);
+            return -1;
+        }
+        memcpy((void *) (uintptr_t) h->addr, body, h->size);
+        mca_btl_devmem_component.stats.rx_host += h->size;
+        return 0;
+    case MCA_BTL_DEVMEM_HDR_GET_REQ:
+        if (answer_get(ep, h) < 0) {
+            ep_fail(ep, "out of memory answering a get", ENOMEM);
+            return -1;
+        }
+        return 0;
+    case MCA_BTL_DEVMEM_HDR_GET_RESP:
+        get = find_get(ep, h->id);
+        if (NULL == get || get->hdr.size != h->size) {
+            proto_error(ep, "get response matches no request", h);
+            return -1;
+        }
+        memcpy(get->local_address, body, h->size);
+        finish_get(ep, get);
+        return 0;
+    case MCA_BTL_DEVMEM_HDR_FIN:
+        OPAL_THREAD_LOCK(&ep->lock);
+        ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        DEVMEM_VERBOSE(20, "%s closed its connection in order", OPAL_NAME_PRINT(ep->peer->name));
+        return 0;
+    }
+    proto_error(ep, "unknown type", h);
+    return -1;
+}
+
+/* Where the rest of a payload that does not fit the read-ahead goes. NULL: ep failed. */
+static char *rx_body_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+{
+    mca_btl_devmem_frag_t *get;
+
+    switch (h->type) {
+    case MCA_BTL_DEVMEM_HDR_SEND:
+        if (NULL == mca_btl_base_active_message_trigger[h->tag].cbfunc) {
+            proto_error(ep, "no receiver registered for this tag", h);
+            return NULL;
+        }
+        if (ep->rbig_cap < h->size) {
+            char *p = realloc(ep->rbig, h->size);
+            if (NULL == p) {
+                ep_fail(ep, "out of memory for a large fragment", ENOMEM);
+                return NULL;
+            }
+            ep->rbig = p;
+            ep->rbig_cap = h->size;
+        }
+        return ep->rbig;
+    case MCA_BTL_DEVMEM_HDR_PUT:
+        if (0 == h->addr) {
+            proto_error(ep, "put to a null address", h);
+            return NULL;
+        }
+        return (char *) (uintptr_t) h->addr;
+    case MCA_BTL_DEVMEM_HDR_GET_RESP:
+        get = find_get(ep, h->id);
+        if (NULL == get || get->hdr.size != h->size) {
+            proto_error(ep, "get response matches no request", h);
+            return NULL;
+        }
+        ep->rget = get;
+        return get->local_address;
+    }
+    proto_error(ep, "payload on a fragment type that has none", h);
+    return NULL;
+}
+
+static int rx_body_done(mca_btl_devmem_endpoint_t *ep)
+{
+    const struct mca_btl_devmem_hdr *h = &ep->rhdr;
+
+    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
+    switch (h->type) {
+    case MCA_BTL_DEVMEM_HDR_SEND:
+        deliver(ep, h->tag, ep->rbig, h->size);
+        break;
+    case MCA_BTL_DEVMEM_HDR_PUT:
+        mca_btl_devmem_component.stats.rx_host += h->size;
+        break;
+    case MCA_BTL_DEVMEM_HDR_GET_RESP:
+        if (NULL != ep->rget) {
+            mca_btl_devmem_frag_t *get = ep->rget;
+            ep->rget = NULL;
+            finish_get(ep, get);
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Parse every complete frame in the read-ahead. Returns 0, or -1 when ep failed. */
+static int rx_parse(mca_btl_devmem_endpoint_t *ep)
+{
+    const size_t hs = sizeof(struct mca_btl_devmem_hdr);
+
+    while (ep->rtail - ep->rhead >= hs) {
+        struct mca_btl_devmem_hdr h;
+        enum mca_btl_devmem_check chk;
+        size_t have;
+        uint32_t p;
+        char *body, *dst;
+
+        memcpy(&h, ep->rbuf + ep->rhead, hs);
+        chk = mca_btl_devmem_hdr_check(&h, &ep->limits);
+        if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
+            proto_error(ep, mca_btl_devmem_check_str(chk), &h);
+            return -1;
+        }
+        if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
+            proto_error(ep, "traffic after FIN", &h);
+            return -1;
+        }
+        p = mca_btl_devmem_hdr_payload(&h);
+        body = ep->rbuf + ep->rhead + hs;
+        have = ep->rtail - ep->rhead - hs;
+        if (have >= p) {
+            ep->rhead += hs + p;
+            if (rx_frame(ep, &h, body) < 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (MCA_BTL_DEVMEM_HDR_SEND == h.type && hs + p <= ep->rcap) {
+            break; /* fits the buffer: wait for the rest there */
+        }
+        if (NULL == (dst = rx_body_dest(ep, &h))) {
+            return -1;
+        }
+        memcpy(dst, body, have);
+        ep->rhdr = h;
+        ep->rdst = dst + have;
+        ep->rleft = p - have;
+        ep->rhead = ep->rtail = 0;
+        ep->rx_state = MCA_BTL_DEVMEM_RX_BODY;
+        return 0;
+    }
+    if (ep->rhead == ep->rtail) {
+        ep->rhead = ep->rtail = 0;
+    } else if (ep->rhead > 0) {
+        memmove(ep->rbuf, ep->rbuf + ep->rhead, ep->rtail - ep->rhead);
+        ep->rtail -= ep->rhead;
+        ep->rhead = 0;
+    }
+    return 0;
+}
+
+static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
+{
+    if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state && 0 == err) {
+        OPAL_THREAD_LOCK(&ep->lock);
+        socket_close(ep);
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return;
+    }
+    ep_fail(ep, 0 == err ? "the peer closed the connection without saying goodbye"
+                         : "receive failed", err);
+}
+
+static void rx_progress(mca_btl_devmem_endpoint_t *ep)
+{
+    /* bounded, so one busy peer cannot starve the others */
+    for (int round = 0; round < 64; round++) {
+        ssize_t n;
+
+        if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state && MCA_BTL_DEVMEM_EP_SHUTDOWN != ep->state) {
+            return;
+        }
+        if (MCA_BTL_DEVMEM_RX_BODY == ep->rx_state) {
+            struct iovec iov[2] = {{ep->rdst, ep->rleft}, {ep->rbuf, ep->rcap}};
+            n = readv(ep->sd, iov, 2);
+            mca_btl_devmem_component.stats.recv_calls++;
+            if (n > 0) {
+                if ((size_t) n < ep->rleft) {
+                    ep->rdst += n;
+                    ep->rleft -= n;
+                    continue;
+                }
+                ep->rtail = (size_t) n - ep->rleft;
+                ep->rleft = 0;
+                if (rx_body_done(ep) < 0 || rx_parse(ep) < 0) {
+                    return;
+                }
+                continue;
+            }
+        } else {
+            n = recv(ep->sd, ep->rbuf + ep->rtail, ep->rcap - ep->rtail, 0);
+            mca_btl_devmem_component.stats.recv_calls++;
+            if (n > 0) {
+                ep->rtail += n;
+                if (rx_parse(ep) < 0) {
+                    return;
+                }
+                continue;
+            }
+        }
+        if (0 == n) {
+            rx_eof(ep, 0);
+            return;
+        }
+        if (EINTR == errno) {
+            continue;
+        }
+        if (EAGAIN == errno || EWOULDBLOCK == errno) {
+            return;
+        }
+        rx_eof(ep, errno);
+        return;
+    }
+}
+
+static void recv_cb(int sd, short flags, void *arg)
+{
+    mca_btl_devmem_endpoint_t *ep = arg;
+
+    if (ep->in_recv) {
+        return; /* a callback re-entered progress: the outer loop carries on */
+    }
+    ep->in_recv = true;
+    OBJ_RETAIN(ep);
+    switch (ep->state) {
+    case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
+        read_reply(ep);
+        if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state) {
+            rx_progress(ep); /* data may already follow the reply */
+        }
+        break;
+    case MCA_BTL_DEVMEM_EP_CONNECTED:
+    case MCA_BTL_DEVMEM_EP_SHUTDOWN:
+        rx_progress(ep);
+        break;
+    default:
+        break;
+    }
+    ep->in_recv = false;
+    OBJ_RELEASE(ep);
+}
+
+static void send_cb(int sd, short flags, void *arg)
+{
+    mca_btl_devmem_endpoint_t *ep = arg;
+
+    if (MCA_BTL_DEVMEM_EP_CONNECTING == ep->state) {
+        connect_done(ep);
+        return;
+    }
+    send_progress(ep);
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
+{
+    opal_list_t leftover;
+    mca_btl_devmem_frag_t *fin;
+
+    OBJ_CONSTRUCT(&leftover, opal_list_t);
+    OPAL_THREAD_LOCK(&ep->lock);
+    if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state
+        && NULL != (fin = mca_btl_devmem_frag_alloc(0))) {
+        fin->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+        fin->hdr.type = MCA_BTL_DEVMEM_HDR_FIN;
+        mca_btl_devmem_frag_prepare_write(fin);
+        opal_list_append(&ep->send_queue, &fin->base.super.super);
+        /* give the queue a bounded chance to drain: the peer reads it in its finalize */
+        for (int tries = 0; tries < 200 && !opal_list_is_empty(&ep->send_queue); tries++) {
+            struct pollfd pfd = {.fd = ep->sd, .events = POLLOUT};
+            opal_list_t done;
+            OBJ_CONSTRUCT(&done, opal_list_t);
+            if (send_progress_locked(ep, &done) < 0) {
+                opal_list_join(&leftover, opal_list_get_end(&leftover), &done);
+                OBJ_DESTRUCT(&done);
+                break;
+            }
+            opal_list_join(&leftover, opal_list_get_end(&leftover), &done);
+            OBJ_DESTRUCT(&done);
+            if (!opal_list_is_empty(&ep->send_queue)) {
+                (void) poll(&pfd, 1, 10);
+            }
+        }
+        (void) shutdown(ep->sd, SHUT_WR);
+    }
+    ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
+    socket_close(ep);
+    opal_list_join(&leftover, opal_list_get_end(&leftover), &ep->send_queue);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    /* written frags complete normally; anything never written fails quietly (finalize) */
+    while (!opal_list_is_empty(&leftover)) {
+        mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_remove_first(&leftover);
+        bool written = frag->iov_idx == frag->iov_cnt;
+        complete_frag(ep, frag, written ? OPAL_SUCCESS : OPAL_ERR_UNREACH);
+    }
+    OBJ_DESTRUCT(&leftover);
+}

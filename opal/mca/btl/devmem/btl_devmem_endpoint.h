@@ -1,0 +1,94 @@
+/*
+ * One connection to one peer through one module: connect, handshake, the send queue and
+ * the receive state machine.
+ */
+#ifndef MCA_BTL_DEVMEM_ENDPOINT_H
+#define MCA_BTL_DEVMEM_ENDPOINT_H
+
+#include "btl_devmem.h"
+#include "btl_devmem_frag.h"
+#include "btl_devmem_proc.h"
+
+BEGIN_C_DECLS
+
+enum mca_btl_devmem_ep_state {
+    MCA_BTL_DEVMEM_EP_CLOSED,      /* no socket; a send starts a connect */
+    MCA_BTL_DEVMEM_EP_CONNECTING,  /* non-blocking connect in progress */
+    MCA_BTL_DEVMEM_EP_CONNECT_ACK, /* hello sent, waiting for the reply */
+    MCA_BTL_DEVMEM_EP_WAIT_PEER,   /* the peer deferred: its own connection will arrive */
+    MCA_BTL_DEVMEM_EP_CONNECTED,
+    MCA_BTL_DEVMEM_EP_SHUTDOWN,    /* the peer said FIN, or we did: no more traffic */
+    MCA_BTL_DEVMEM_EP_FAILED,      /* lost without an orderly close: sends fail */
+};
+
+enum mca_btl_devmem_rx_state {
+    MCA_BTL_DEVMEM_RX_HDR,  /* parsing headers (and small payloads) from the read-ahead */
+    MCA_BTL_DEVMEM_RX_BODY, /* reading a large payload straight to its destination */
+};
+
+struct mca_btl_base_endpoint_t {
+    opal_list_item_t super;
+    mca_btl_devmem_module_t *module;
+    mca_btl_devmem_proc_t *peer;
+    struct mca_btl_devmem_modex_addr remote; /* where we connect to */
+    enum mca_btl_devmem_ep_state state;
+    int sd;
+    opal_mutex_t lock;             /* state and send queue */
+    bool events_counted;           /* we hold an opal_progress event-user reference */
+    opal_event_t recv_event;
+    opal_event_t send_event;
+    bool recv_event_added;
+    bool send_event_added;
+
+    /* send side */
+    opal_list_t send_queue;        /* mca_btl_devmem_frag_t, in wire order */
+
+    /* receive side */
+    enum mca_btl_devmem_rx_state rx_state;
+    char *rbuf;                    /* read-ahead buffer */
+    size_t rcap, rhead, rtail;     /* capacity, first unparsed byte, end of data */
+    struct mca_btl_devmem_hdr rhdr; /* header of the payload being read in RX_BODY */
+    char *rdst;                    /* where the rest of that payload goes */
+    size_t rleft;
+    char *rbig;                    /* SEND payloads larger than the read-ahead */
+    size_t rbig_cap;
+    mca_btl_devmem_frag_t *rget;   /* the get a GET_RESP body completes */
+    struct mca_btl_devmem_limits limits;
+    bool in_recv;
+
+    /* gets waiting for their GET_RESP */
+    opal_list_t pending_gets;
+    uint64_t next_get_id;
+
+    /* handshake reply accumulation (connector side) */
+    struct mca_btl_devmem_hello reply;
+    size_t reply_got;
+};
+
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+typedef mca_btl_base_endpoint_t mca_btl_devmem_endpoint_t;
+OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
+
+/*
+ * Queue a fragment for the peer (connecting first if needed) and write what the socket
+ * takes now. Returns 1 when it was written completely inline (the PML frees or reuses
+ * it at once), OPAL_SUCCESS when it is queued (its completion comes later), or an error.
+ */
+int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
+
+/*
+ * An incoming connection passed the handshake checks and names this endpoint's peer.
+ * Applies the simultaneous-connect rule; returns the status to reply with
+ * (HELLO_ACCEPT: the endpoint took the socket; HELLO_DEFER: the caller closes it).
+ */
+int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
+                                   const struct mca_btl_devmem_hello *hello);
+
+/* Orderly shutdown: send FIN, flush what we can, close. */
+void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
+
+const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_ENDPOINT_H */

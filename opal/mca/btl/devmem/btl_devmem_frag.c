@@ -1,0 +1,134 @@
+/*
+ * Fragment free lists. Three sizes, as in btl/tcp: eager (eager_limit bytes of payload
+ * space), max (max_send_size) and user (none: the payload stays where the caller has it).
+ */
+#include "opal_config.h"
+
+#include "btl_devmem_frag.h"
+
+static void frag_construct(mca_btl_devmem_frag_t *frag)
+{
+    frag->base.des_segments = frag->segments;
+    frag->base.des_segment_count = 0;
+    frag->iov_cnt = 0;
+    frag->iov_idx = 0;
+    frag->endpoint = NULL;
+    frag->list = NULL;
+    frag->capacity = 0;
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_devmem_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
+
+static size_t eager_capacity;
+static size_t max_capacity;
+static bool lists_ready;
+
+static int list_init(opal_free_list_t *list, size_t capacity)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    OBJ_CONSTRUCT(list, opal_free_list_t);
+    return opal_free_list_init(list, sizeof(mca_btl_devmem_frag_t) + capacity,
+                               opal_cache_line_size, OBJ_CLASS(mca_btl_devmem_frag_t), 0,
+                               opal_cache_line_size, c->free_list_num, c->free_list_max,
+                               c->free_list_inc, NULL, 0, NULL, NULL, NULL);
+}
+
+int mca_btl_devmem_frag_lists_init(size_t eager_limit, size_t max_send_size)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    int rc;
+
+    eager_capacity = eager_limit;
+    max_capacity = max_send_size > eager_limit ? max_send_size : eager_limit;
+    if (OPAL_SUCCESS != (rc = list_init(&c->frags_eager, eager_capacity))
+        || OPAL_SUCCESS != (rc = list_init(&c->frags_max, max_capacity))
+        || OPAL_SUCCESS != (rc = list_init(&c->frags_user, 0))) {
+        return rc;
+    }
+    lists_ready = true;
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_devmem_frag_lists_fini(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    if (lists_ready) {
+        OBJ_DESTRUCT(&c->frags_eager);
+        OBJ_DESTRUCT(&c->frags_max);
+        OBJ_DESTRUCT(&c->frags_user);
+        lists_ready = false;
+    }
+}
+
+static mca_btl_devmem_frag_t *take(opal_free_list_t *list, size_t capacity)
+{
+    mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_free_list_get(list);
+
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->list = list;
+    frag->capacity = capacity;
+    frag->endpoint = NULL;
+    frag->kind = MCA_BTL_DEVMEM_FRAG_SEND;
+    frag->base.des_segments = frag->segments;
+    frag->base.des_segment_count = 0;
+    frag->base.des_flags = 0;
+    frag->base.des_cbfunc = NULL;
+    frag->base.des_cbdata = NULL;
+    frag->base.des_context = NULL;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    frag->segments[0].seg_len = 0;
+    frag->segments[1].seg_len = 0;
+    frag->payload = 0;
+    frag->rdma_cb = NULL;
+    memset(&frag->hdr, 0, sizeof(frag->hdr));
+    return frag;
+}
+
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc(size_t payload)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    if (payload <= eager_capacity) {
+        return take(&c->frags_eager, eager_capacity);
+    }
+    if (payload <= max_capacity) {
+        return take(&c->frags_max, max_capacity);
+    }
+    return NULL;
+}
+
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void)
+{
+    return take(&mca_btl_devmem_component.frags_user, 0);
+}
+
+void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag)
+{
+    opal_free_list_return(frag->list, &frag->base.super);
+}
+
+void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
+{
+    uint32_t total = 0;
+    int n = 1;
+
+    frag->iov[0].iov_base = &frag->hdr;
+    frag->iov[0].iov_len = sizeof(frag->hdr);
+    for (size_t i = 0; i < frag->base.des_segment_count && n < MCA_BTL_DEVMEM_FRAG_IOVS; i++) {
+        if (0 == frag->segments[i].seg_len) {
+            continue;
+        }
+        frag->iov[n].iov_base = frag->segments[i].seg_addr.pval;
+        frag->iov[n].iov_len = frag->segments[i].seg_len;
+        total += (uint32_t) frag->segments[i].seg_len;
+        n++;
+    }
+    frag->iov_cnt = n;
+    frag->iov_idx = 0;
+    frag->payload = total;
+    frag->hdr.size = total;
+}

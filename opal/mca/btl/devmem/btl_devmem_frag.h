@@ -1,0 +1,71 @@
+/*
+ * Fragments: the unit the endpoint queues and writes. A fragment is a BTL descriptor
+ * (what the PML sees) plus the wire header and an iovec cursor (what writev sees). Its
+ * payload space, if any, follows the struct in the same free-list element.
+ */
+#ifndef MCA_BTL_DEVMEM_FRAG_H
+#define MCA_BTL_DEVMEM_FRAG_H
+
+#include "btl_devmem.h"
+
+#include <sys/uio.h>
+
+BEGIN_C_DECLS
+
+/* What completing the write of a fragment means. */
+enum mca_btl_devmem_frag_kind {
+    MCA_BTL_DEVMEM_FRAG_SEND,     /* PML descriptor: callback and ownership flags apply */
+    MCA_BTL_DEVMEM_FRAG_PUT,      /* RDMA put: the completion callback runs when written */
+    MCA_BTL_DEVMEM_FRAG_CTRL,     /* internal (GET_REQ, GET_RESP, FIN): freed when written */
+    MCA_BTL_DEVMEM_FRAG_GET,      /* a get waiting for its GET_RESP; never on a send queue */
+};
+
+#define MCA_BTL_DEVMEM_FRAG_IOVS 4
+
+typedef struct mca_btl_devmem_frag_t {
+    mca_btl_base_descriptor_t base;
+    mca_btl_base_segment_t segments[2];
+    struct mca_btl_devmem_hdr hdr;
+    struct iovec iov[MCA_BTL_DEVMEM_FRAG_IOVS]; /* header, then the segments */
+    int iov_cnt;
+    int iov_idx;                                 /* first iovec not yet fully written */
+    enum mca_btl_devmem_frag_kind kind;
+    struct mca_btl_base_endpoint_t *endpoint;
+    opal_free_list_t *list;                      /* where it returns */
+    size_t capacity;                             /* payload bytes after the struct */
+    uint32_t payload;                            /* payload bytes on the wire */
+
+    /* RDMA (PUT and GET) */
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t rdma_cb;
+    void *cbcontext;
+    void *cbdata;
+} mca_btl_devmem_frag_t;
+
+OBJ_CLASS_DECLARATION(mca_btl_devmem_frag_t);
+
+/* Take a fragment with at least `payload` bytes of inline space (0: none needed). */
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc(size_t payload);
+
+/* Take a fragment with no inline space, for data that stays in the caller's memory. */
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
+
+void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
+
+/* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
+void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
+
+/* Payload space of a fragment taken with mca_btl_devmem_frag_alloc. */
+static inline void *mca_btl_devmem_frag_data(mca_btl_devmem_frag_t *frag)
+{
+    return (void *) (frag + 1);
+}
+
+/* Set up the free lists once the module limits are known; tear them down. */
+int mca_btl_devmem_frag_lists_init(size_t eager_limit, size_t max_send_size);
+void mca_btl_devmem_frag_lists_fini(void);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_FRAG_H */

@@ -1,0 +1,394 @@
+/*
+ * The BTL function table: what the PML calls. Data-path functions hand fragments to the
+ * endpoint; nothing here touches a socket.
+ */
+#include "opal_config.h"
+
+#include <string.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "opal/util/proc.h"
+
+#include "btl_devmem.h"
+#include "btl_devmem_endpoint.h"
+#include "btl_devmem_frag.h"
+#include "btl_devmem_proc.h"
+
+int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+                             opal_bitmap_t *reachable)
+{
+    mca_btl_devmem_module_t *m = (mca_btl_devmem_module_t *) btl;
+    const opal_proc_t *me = opal_proc_local_get();
+
+    for (size_t i = 0; i < nprocs; i++) {
+        mca_btl_devmem_proc_t *peer;
+        const struct mca_btl_devmem_modex_addr *addr;
+        mca_btl_devmem_endpoint_t *ep;
+
+        peers[i] = NULL;
+        if (procs[i] == me) {
+            continue; /* btl/self carries messages to ourselves */
+        }
+        if (NULL == (peer = mca_btl_devmem_proc_create(procs[i]))) {
+            continue;
+        }
+        OPAL_THREAD_LOCK(&peer->lock);
+        ep = peer->endpoints[m->index];
+        if (NULL == ep) {
+            if (NULL == (addr = mca_btl_devmem_proc_pick_addr(peer, m))) {
+                OPAL_THREAD_UNLOCK(&peer->lock);
+                continue;
+            }
+            ep = OBJ_NEW(mca_btl_devmem_endpoint_t);
+            if (NULL == ep) {
+                OPAL_THREAD_UNLOCK(&peer->lock);
+                return OPAL_ERR_OUT_OF_RESOURCE;
+            }
+            ep->module = m;
+            ep->peer = peer;
+            ep->remote = *addr;
+            peer->endpoints[m->index] = ep;
+            OPAL_THREAD_LOCK(&m->lock);
+            opal_list_append(&m->endpoints, &ep->super);
+            OPAL_THREAD_UNLOCK(&m->lock);
+        }
+        OPAL_THREAD_UNLOCK(&peer->lock);
+        peers[i] = ep;
+        if (NULL != reachable) {
+            opal_bitmap_set_bit(reachable, (int) i);
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+static void endpoint_release(mca_btl_devmem_module_t *m, mca_btl_devmem_endpoint_t *ep)
+{
+    mca_btl_devmem_endpoint_shutdown(ep);
+    OPAL_THREAD_LOCK(&ep->peer->lock);
+    if (ep->peer->endpoints[m->index] == ep) {
+        ep->peer->endpoints[m->index] = NULL;
+    }
+    OPAL_THREAD_UNLOCK(&ep->peer->lock);
+    OPAL_THREAD_LOCK(&m->lock);
+    opal_list_remove_item(&m->endpoints, &ep->super);
+    OPAL_THREAD_UNLOCK(&m->lock);
+    OBJ_RELEASE(ep);
+}
+
+int mca_btl_devmem_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+                             struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+{
+    mca_btl_devmem_module_t *m = (mca_btl_devmem_module_t *) btl;
+
+    for (size_t i = 0; i < nprocs; i++) {
+        if (NULL != peers[i]) {
+            endpoint_release(m, peers[i]);
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl)
+{
+    mca_btl_devmem_module_t *m = (mca_btl_devmem_module_t *) btl;
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_get_first(&m->endpoints))
+           && item != opal_list_get_end(&m->endpoints)) {
+        endpoint_release(m, (mca_btl_devmem_endpoint_t *) item);
+    }
+    return OPAL_SUCCESS;
+}
+
+static int register_error(struct mca_btl_base_module_t *btl,
+                          mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    ((mca_btl_devmem_module_t *) btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_descriptor_t *btl_alloc(struct mca_btl_base_module_t *btl,
+                                            struct mca_btl_base_endpoint_t *ep, uint8_t order,
+                                            size_t size, uint32_t flags)
+{
+    mca_btl_devmem_frag_t *frag;
+
+    if (size > btl->btl_max_send_size || NULL == (frag = mca_btl_devmem_frag_alloc(size))) {
+        return NULL;
+    }
+    frag->segments[0].seg_addr.pval = mca_btl_devmem_frag_data(frag);
+    frag->segments[0].seg_len = size;
+    frag->base.des_segment_count = 1;
+    frag->base.des_flags = flags;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    return &frag->base;
+}
+
+static int btl_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    mca_btl_devmem_frag_return((mca_btl_devmem_frag_t *) des);
+    return OPAL_SUCCESS;
+}
+
+/*
+ * Describe `*size` bytes of the convertor's data behind `reserve` bytes of PML header.
+ * Contiguous data is sent where it lies (a second segment pointing at the user buffer);
+ * anything else is packed into the fragment.
+ */
+static mca_btl_base_descriptor_t *btl_prepare_src(struct mca_btl_base_module_t *btl,
+                                                  struct mca_btl_base_endpoint_t *ep,
+                                                  struct opal_convertor_t *convertor,
+                                                  uint8_t order, size_t reserve, size_t *size,
+                                                  uint32_t flags)
+{
+    mca_btl_devmem_frag_t *frag;
+    struct iovec iov;
+    uint32_t iov_count = 1;
+    size_t max_data = *size;
+    bool in_place = !opal_convertor_need_buffers(convertor);
+
+    if (reserve + max_data > btl->btl_max_send_size) {
+        max_data = btl->btl_max_send_size - reserve;
+    }
+    frag = mca_btl_devmem_frag_alloc(in_place ? reserve : reserve + max_data);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->segments[0].seg_addr.pval = mca_btl_devmem_frag_data(frag);
+    frag->segments[0].seg_len = reserve;
+    frag->base.des_segment_count = 1;
+    if (in_place) {
+        iov.iov_base = NULL;
+        iov.iov_len = max_data;
+        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
+            mca_btl_devmem_frag_return(frag);
+            return NULL;
+        }
+        frag->segments[1].seg_addr.pval = iov.iov_base;
+        frag->segments[1].seg_len = max_data;
+        frag->base.des_segment_count = 2;
+    } else {
+        iov.iov_base = (char *) mca_btl_devmem_frag_data(frag) + reserve;
+        iov.iov_len = max_data;
+        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
+            mca_btl_devmem_frag_return(frag);
+            return NULL;
+        }
+        frag->segments[0].seg_len += max_data;
+    }
+    frag->base.des_flags = flags;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    *size = max_data;
+    return &frag->base;
+}
+
+static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                    struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) des;
+
+    frag->kind = MCA_BTL_DEVMEM_FRAG_SEND;
+    mca_btl_devmem_frag_prepare_write(frag);
+    frag->hdr.type = MCA_BTL_DEVMEM_HDR_SEND;
+    frag->hdr.tag = tag;
+    return mca_btl_devmem_endpoint_send(ep, frag);
+}
+
+/*
+ * Immediate send of a small message: header and payload are copied into one fragment,
+ * which the BTL owns from then on, so the PML may reuse its buffers at once.
+ */
+static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                     struct opal_convertor_t *convertor, void *header, size_t header_size,
+                     size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                     mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_devmem_frag_t *frag;
+    size_t total = header_size + payload_size;
+    int rc;
+
+    if (NULL != descriptor) {
+        *descriptor = NULL;
+    }
+    /* The copy makes the fragment ours, so it may wait in the queue (or start the
+     * connection): answering "busy" here would only make the PML retry sendi forever. */
+    if (total > btl->btl_eager_limit) {
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    frag = mca_btl_devmem_frag_alloc(total);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(mca_btl_devmem_frag_data(frag), header, header_size);
+    if (payload_size > 0) {
+        struct iovec iov = {(char *) mca_btl_devmem_frag_data(frag) + header_size, payload_size};
+        uint32_t iov_count = 1;
+        size_t max_data = payload_size;
+        if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0
+            || max_data != payload_size) {
+            mca_btl_devmem_frag_return(frag);
+            return OPAL_ERROR;
+        }
+    }
+    frag->segments[0].seg_addr.pval = mca_btl_devmem_frag_data(frag);
+    frag->segments[0].seg_len = total;
+    frag->base.des_segment_count = 1;
+    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    frag->base.des_cbfunc = NULL;
+    rc = btl_send(btl, ep, &frag->base, tag);
+    if (rc < 0) {
+        mca_btl_devmem_frag_return(frag);
+        return rc;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int btl_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                   void *local_address, uint64_t remote_address,
+                   mca_btl_base_registration_handle_t *local_handle,
+                   mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                   int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                   void *cbdata)
+{
+    mca_btl_devmem_frag_t *frag;
+
+    if (size > btl->btl_put_limit || size > UINT32_MAX) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (NULL == (frag = mca_btl_devmem_frag_alloc_user())) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    frag->kind = MCA_BTL_DEVMEM_FRAG_PUT;
+    frag->segments[0].seg_addr.pval = local_address;
+    frag->segments[0].seg_len = size;
+    frag->base.des_segment_count = 1;
+    frag->local_address = local_address;
+    frag->local_handle = local_handle;
+    frag->rdma_cb = cbfunc;
+    frag->cbcontext = cbcontext;
+    frag->cbdata = cbdata;
+    mca_btl_devmem_frag_prepare_write(frag);
+    frag->hdr.type = MCA_BTL_DEVMEM_HDR_PUT;
+    frag->hdr.addr = remote_address;
+    if (mca_btl_devmem_endpoint_send(ep, frag) < 0) {
+        mca_btl_devmem_frag_return(frag);
+        return OPAL_ERR_UNREACH;
+    }
+    return OPAL_SUCCESS;
+}
+
+/*
+ * A real get: ask the peer for the bytes; they come back as a GET_RESP fragment that the
+ * receive path writes straight into local_address before the callback runs.
+ */
+static int btl_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                   void *local_address, uint64_t remote_address,
+                   mca_btl_base_registration_handle_t *local_handle,
+                   mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                   int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                   void *cbdata)
+{
+    mca_btl_devmem_frag_t *get, *req;
+    int rc;
+
+    if (size > btl->btl_get_limit || size > UINT32_MAX) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
+        return OPAL_ERR_UNREACH;
+    }
+    get = mca_btl_devmem_frag_alloc_user();
+    req = mca_btl_devmem_frag_alloc(0);
+    if (NULL == get || NULL == req) {
+        if (NULL != get) {
+            mca_btl_devmem_frag_return(get);
+        }
+        if (NULL != req) {
+            mca_btl_devmem_frag_return(req);
+        }
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    get->kind = MCA_BTL_DEVMEM_FRAG_GET;
+    get->local_address = local_address;
+    get->local_handle = local_handle;
+    get->rdma_cb = cbfunc;
+    get->cbcontext = cbcontext;
+    get->cbdata = cbdata;
+    get->endpoint = ep;
+    get->hdr.size = (uint32_t) size;
+
+    req->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    mca_btl_devmem_frag_prepare_write(req);
+    req->hdr.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
+    req->hdr.addr = remote_address;
+    req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
+
+    /* registered before the request leaves, so the answer always finds it */
+    OPAL_THREAD_LOCK(&ep->lock);
+    get->hdr.id = req->hdr.id = ep->next_get_id++;
+    opal_list_append(&ep->pending_gets, &get->base.super.super);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+
+    rc = mca_btl_devmem_endpoint_send(ep, req);
+    if (rc < 0) {
+        /* the connection failed under us: the get already completed with the error */
+        mca_btl_devmem_frag_return(req);
+    }
+    return OPAL_SUCCESS;
+}
+
+static void btl_dump(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                     int verbose)
+{
+    mca_btl_devmem_module_t *m = (mca_btl_devmem_module_t *) btl;
+
+    opal_output(0, "btl:devmem: module %u on %s port %u", m->index, m->itf.name,
+                (unsigned) m->listen_port);
+    if (NULL != ep) {
+        opal_output(0, "btl:devmem:   peer %s: %s, %zu queued, %zu gets pending",
+                    OPAL_NAME_PRINT(ep->peer->name), mca_btl_devmem_endpoint_state_str(ep->state),
+                    opal_list_get_size(&ep->send_queue), opal_list_get_size(&ep->pending_gets));
+    }
+}
+
+#if BTL_VERSION < 330
+static int btl_ft_event(int state)
+{
+    return OPAL_SUCCESS;
+}
+#endif
+
+mca_btl_devmem_module_t mca_btl_devmem_module_template = {
+    .super = {
+        .btl_component = &mca_btl_devmem_component.super,
+        .btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 100,
+        .btl_eager_limit = 64 * 1024,
+        .btl_rndv_eager_limit = 64 * 1024,
+        .btl_max_send_size = 128 * 1024,
+        .btl_rdma_pipeline_send_length = 128 * 1024,
+        .btl_rdma_pipeline_frag_size = 2 * 1024 * 1024,
+        .btl_min_rdma_pipeline_size = 0,
+        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT
+                     | MCA_BTL_FLAGS_GET,
+        .btl_get_limit = 16 * 1024 * 1024,
+        .btl_put_limit = 16 * 1024 * 1024,
+        .btl_latency = 100,
+        .btl_bandwidth = 10000,
+        .btl_add_procs = mca_btl_devmem_add_procs,
+        .btl_del_procs = mca_btl_devmem_del_procs,
+        .btl_finalize = mca_btl_devmem_finalize,
+        .btl_alloc = btl_alloc,
+        .btl_free = btl_free,
+        .btl_prepare_src = btl_prepare_src,
+        .btl_send = btl_send,
+        .btl_sendi = btl_sendi,
+        .btl_put = btl_put,
+        .btl_get = btl_get,
+        .btl_dump = btl_dump,
+        .btl_register_error = register_error,
+#if BTL_VERSION < 330
+        .btl_ft_event = btl_ft_event,
+#endif
+    },
+};

@@ -1,0 +1,45 @@
+/*
+ * A peer process: its published addresses and secret (from the modex), and one endpoint
+ * per local module that can reach it.
+ */
+#ifndef MCA_BTL_DEVMEM_PROC_H
+#define MCA_BTL_DEVMEM_PROC_H
+
+#include "btl_devmem.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_btl_devmem_proc_t {
+    opal_object_t super;
+    opal_proc_t *proc;
+    opal_process_name_t name;
+    uint64_t secret;                               /* the peer's: echoed in our hello */
+    struct mca_btl_devmem_modex_addr *addrs;
+    int naddrs;
+    struct mca_btl_base_endpoint_t **endpoints;    /* indexed by local module index */
+    opal_mutex_t lock;
+} mca_btl_devmem_proc_t;
+
+OBJ_CLASS_DECLARATION(mca_btl_devmem_proc_t);
+
+/* Find or create the peer for an opal proc (reads and checks its modex record). */
+mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc);
+
+/* Find a known peer by name; NULL if none. */
+mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup(const opal_process_name_t *name);
+
+/* Find a peer by name, adding it (as the PML would) if it connected to us before we
+ * asked for it: Open MPI adds procs lazily. NULL if the name is not in the job. */
+mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup_or_add(const opal_process_name_t *name);
+
+/* Which of the peer's addresses module `m` should connect to; NULL if it cannot reach it. */
+const struct mca_btl_devmem_modex_addr *
+mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer,
+                              const mca_btl_devmem_module_t *m);
+
+/* Drop every peer (finalize). */
+void mca_btl_devmem_proc_release_all(void);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_PROC_H */
