@@ -1,0 +1,99 @@
+/*
+ * The emulated devmem kernel ABI: the same calls the kernel offers (bind-rx, bind-tx, a
+ * devmem recvmsg, SO_DEVMEM_DONTNEED, a devmem sendmsg, the zerocopy error queue), carried
+ * over plain TCP sockets, so that the whole devmem path runs where no capable NIC exists
+ * (CI, loopback, network namespaces).
+ *
+ * It is receiver-local: each process has its own instance and pools; nothing is shared
+ * between processes, and the peer sends ordinary TCP bytes. The functions take and return
+ * exactly what the syscalls do (struct msghdr in, bytes or -errno out; cmsgs laid out as
+ * the kernel lays them out), so the parsers in rx.c and tx.c run unchanged on its output.
+ * Which kernel function each behaviour mirrors, and what cannot be mirrored, is listed in
+ * emul.c. Not thread-safe: one caller at a time.
+ */
+#ifndef DEVMEM_EMUL_H
+#define DEVMEM_EMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "dmabuf.h"
+#include "err.h"
+#include "uapi.h"
+
+struct devmem_emul;
+
+struct devmem_emul_config {
+    uint64_t seed;         /* pseudo-random layout; the same seed gives the same layout */
+    unsigned linear_pct;   /* % of devmem skbs whose first bytes stay linear (0..100) */
+    unsigned readable_pct; /* % of receives on a steered flow that are plain data (0..100) */
+    size_t max_frag;       /* largest dmabuf piece, at most one page */
+};
+
+/* seed 1, linear_pct 10, readable_pct 2, max_frag one page. */
+void devmem_emul_config_default(struct devmem_emul_config *cfg);
+
+int devmem_emul_open(struct devmem_emul **e, const struct devmem_emul_config *cfg,
+                     struct devmem_err *err);
+/* Forget every socket and binding (the regions stay the caller's). */
+void devmem_emul_close(struct devmem_emul *e);
+
+/* NETDEV_CMD_BIND_RX / BIND_TX: region is the dmabuf. It must outlive the binding and every
+ * token that points into it. Ids are >= 1 and shared by RX and TX, as in the kernel. */
+int devmem_emul_bind_rx(struct devmem_emul *e, struct devmem_region *region, uint32_t *id,
+                        struct devmem_err *err);
+int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uint32_t *id,
+                        struct devmem_err *err);
+/* Closing the netlink socket: the binding stops taking data (steered flows turn readable);
+ * an RX pool lives on until its last outstanding token comes back. */
+int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err);
+
+/* A flow-steering rule: TCP flows whose local port is `port` land in RX binding id
+ * (what `ethtool -N dev flow-type tcp4 dst-port PORT action QUEUE` does to a bound queue).
+ * id 0 removes the rule. */
+int devmem_emul_steer(struct devmem_emul *e, uint16_t port, uint32_t id,
+                      struct devmem_err *err);
+
+/* recvmsg(fd, msg, flags), flags as the kernel takes them (MSG_SOCK_DEVMEM, MSG_DONTWAIT,
+ * MSG_ERRQUEUE, ...). Returns bytes or -errno. Besides the kernel's errors it returns
+ * -ENOBUFS when the pool has no free page: "would block, pool full" (no byte consumed;
+ * return tokens and retry). */
+ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, int flags);
+
+/* setsockopt(fd, SOL_SOCKET, SO_DEVMEM_DONTNEED, optval, optlen): frags freed or -errno. */
+int devmem_emul_dontneed(struct devmem_emul *e, int fd, const void *optval, socklen_t optlen);
+
+/* sendmsg(fd, msg, flags) with an SCM_DEVMEM_DMABUF cmsg: bytes queued or -errno. A msg
+ * without that cmsg is passed to the real kernel unchanged. */
+ssize_t devmem_emul_sendmsg(struct devmem_emul *e, int fd, const struct msghdr *msg, int flags);
+
+/* The socket is closing: its outstanding tokens go back to their pools (as the kernel does on
+ * close) and its error queue is dropped. Call before close(fd). */
+void devmem_emul_sock_close(struct devmem_emul *e, int fd);
+
+struct devmem_emul_stats {
+    uint64_t recv_devmem;     /* receives that produced devmem cmsgs */
+    uint64_t recv_plain;      /* receives of plain data (unsteered, or readable_pct) */
+    uint64_t recv_efault;     /* devmem data read without MSG_SOCK_DEVMEM */
+    uint64_t recv_toosmall;   /* -ETOOSMALL */
+    uint64_t recv_pool_full;  /* -ENOBUFS */
+    uint64_t frags_landed;    /* dmabuf frags handed out (tokens) */
+    uint64_t bytes_dmabuf, bytes_linear, bytes_plain;
+    uint64_t dontneed_calls;
+    uint64_t tokens_freed;
+    uint64_t tokens_unknown;  /* DONTNEED entries that named no outstanding token */
+    uint64_t tx_sends, tx_bytes, tx_notifications;
+};
+
+void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats *s);
+
+/* Pages of an RX binding's pool: total and free. -ENOENT for an unknown id. */
+int devmem_emul_pool_pages(const struct devmem_emul *e, uint32_t id, size_t *total,
+                           size_t *nfree);
+
+/* Tokens the socket holds (the kernel's sk_user_frags), 0 for an unknown socket. */
+size_t devmem_emul_sock_tokens(const struct devmem_emul *e, int fd);
+
+#endif /* DEVMEM_EMUL_H */

@@ -1,0 +1,132 @@
+/*
+ * NIC setup for devmem RX, one step per function, as the kernel's ncdevmem does it:
+ * driver name, channel counts, header split (ethtool netlink "rings"), RSS kept off the
+ * devmem queues, ntuple on, and one flow-steering rule per devmem flow.
+ *
+ * Every function is stateless: it takes an interface name and explicit parameters, opens
+ * what it needs, and closes it before returning. A privileged helper can therefore run the
+ * same calls on behalf of an unprivileged rank, after checking the request. Returns 0 or
+ * -errno; on failure `err` (may be NULL) holds e.g.
+ *   "ethtool: set RSS on eth0: Operation not permitted (needs CAP_NET_ADMIN)".
+ * EPERM: no CAP_NET_ADMIN; EOPNOTSUPP: the driver (or this build) cannot do it.
+ */
+#ifndef DEVMEM_NIC_H
+#define DEVMEM_NIC_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct ethtool_rx_flow_spec;
+
+/* ETHTOOL_GDRVINFO */
+struct devmem_nic_drvinfo {
+    char driver[32];
+    char version[32];
+    char fw_version[32];
+    char bus_info[32];
+};
+
+int devmem_nic_drvinfo(const char *ifname, struct devmem_nic_drvinfo *info,
+                       struct devmem_err *err);
+
+/* ETHTOOL_GCHANNELS / ETHTOOL_SCHANNELS */
+struct devmem_nic_channels {
+    uint32_t max_rx, max_tx, max_other, max_combined; /* ignored when setting */
+    uint32_t rx, tx, other, combined;
+};
+
+int devmem_nic_get_channels(const char *ifname, struct devmem_nic_channels *ch,
+                            struct devmem_err *err);
+int devmem_nic_set_channels(const char *ifname, const struct devmem_nic_channels *ch,
+                            struct devmem_err *err);
+
+/* Header split, as ethtool's tcp-data-split (values are the kernel's). */
+enum devmem_nic_hds {
+    DEVMEM_NIC_HDS_UNKNOWN = 0, /* not reported; when setting: the driver's default */
+    DEVMEM_NIC_HDS_OFF = 1,
+    DEVMEM_NIC_HDS_ON = 2,
+};
+
+/* ethtool netlink RINGS_GET */
+struct devmem_nic_rings {
+    uint32_t rx, rx_max, tx, tx_max;
+    enum devmem_nic_hds tcp_data_split;
+    int has_hds_thresh;      /* the driver reports hds-thresh (Linux 6.13+) */
+    uint32_t hds_thresh;     /* devmem needs 0 (6.14+) */
+    uint32_t hds_thresh_max;
+};
+
+int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
+                         struct devmem_err *err);
+
+/* Set tcp-data-split to `split` (UNKNOWN: leave it), and hds-thresh to `thresh` when
+ * set_thresh. Header split for devmem: (DEVMEM_NIC_HDS_ON, 1, 0); restore with the values
+ * devmem_nic_get_rings returned. */
+int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
+                                uint32_t thresh, struct devmem_err *err);
+
+/* RSS: ETHTOOL_GRXRINGS and the indirection table (ETHTOOL_GRXFHINDIR / SRXFHINDIR). */
+struct devmem_nic_rss {
+    uint32_t rx_rings;   /* RX rings the driver reports */
+    uint32_t table_size; /* entries in the indirection table */
+    uint32_t spread;     /* 1 + the highest queue the table points to */
+};
+
+int devmem_nic_get_rss(const char *ifname, struct devmem_nic_rss *rss, struct devmem_err *err);
+/* Spread RSS over queues 0..nqueues-1 only ("ethtool -X IF equal N"), keeping the devmem
+ * queues above them free of RSS traffic. */
+int devmem_nic_set_rss_equal(const char *ifname, unsigned int nqueues, struct devmem_err *err);
+/* Give the table back to the driver's default. */
+int devmem_nic_reset_rss(const char *ifname, struct devmem_err *err);
+
+/* ntuple filters ("ethtool -K IF ntuple on"), through ETHTOOL_GFLAGS / SFLAGS. */
+int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err);
+int devmem_nic_set_ntuple(const char *ifname, int on, struct devmem_err *err);
+
+/* One TCP flow to steer. Zero fields match anything, except dst_port, which is required:
+ * a 3-tuple rule (dst addr, dst port) leaves src unset; a 5-tuple rule sets everything. */
+struct devmem_nic_flow {
+    int family; /* AF_INET or AF_INET6 */
+    union {
+        struct in_addr v4;
+        struct in6_addr v6;
+    } dst, src;
+    uint16_t dst_port; /* host byte order */
+    uint16_t src_port; /* host byte order; 0: any */
+    uint32_t queue;    /* RX queue to steer to */
+};
+
+/* ETHTOOL_GRXCLSRLCNT: rules in use and the size of the rule table (0 when the driver places
+ * rules itself). Answers without changing anything: the probe's "can it steer" question. */
+int devmem_nic_flow_rules(const char *ifname, uint32_t *n_rules, uint32_t *table_size,
+                          struct devmem_err *err);
+/* ETHTOOL_SRXCLSRLINS: insert a rule; *rule_id is its location, for devmem_nic_flow_del. */
+int devmem_nic_flow_add(const char *ifname, const struct devmem_nic_flow *flow,
+                        uint32_t *rule_id, struct devmem_err *err);
+/* ETHTOOL_SRXCLSRLDEL */
+int devmem_nic_flow_del(const char *ifname, uint32_t rule_id, struct devmem_err *err);
+
+/* ---- pure encoders (no kernel), exposed for unit tests ---------------------------------- */
+
+/* Fill an ethtool flow spec (masks: set bits are compared) for `flow`, at `location`.
+ * -EINVAL for an unknown family or a zero dst_port. */
+int devmem_nic_flow_spec(const struct devmem_nic_flow *flow, uint32_t location,
+                         struct ethtool_rx_flow_spec *fs);
+
+/* ethtool netlink rings requests, for the family id `family`; length or -errno. */
+int devmem_nic_build_rings_get(void *buf, size_t size, uint16_t family, uint32_t seq,
+                               const char *ifname);
+int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
+                               const char *ifname, enum devmem_nic_hds split, int set_thresh,
+                               uint32_t thresh);
+/* Parse one buffer of the rings-get exchange, like devmem_nl_parse (1 complete, 0 more,
+ * -EBADMSG). Zero *rings first. */
+struct devmem_nl_status;
+int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
+                           struct devmem_nic_rings *rings, struct devmem_nl_status *st,
+                           struct devmem_err *err);
+
+#endif /* DEVMEM_NIC_H */

@@ -1,0 +1,239 @@
+/*
+ * The real kernel (6.12+ with CONFIG_NET_DEVMEM): SO_DEVMEM_DONTNEED and
+ * recvmsg(MSG_SOCK_DEVMEM) on plain loopback TCP behave as the reference says; a devmem
+ * send with an id nobody bound is refused; MSG_ZEROCOPY completions are read from the error
+ * queue; the real ops table reports refusals and never falls back to the emulation.
+ * Skips (77) on a kernel that does not know the devmem socket options.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kernel.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                      \
+    do {                                                      \
+        int ok_ = (cond);                                     \
+        printf("%s ", ok_ ? "ok  " : "FAIL");                 \
+        printf(__VA_ARGS__);                                  \
+        printf("\n");                                         \
+        if (!ok_) {                                           \
+            failures++;                                       \
+        }                                                     \
+    } while (0)
+
+static int tcp_pair(int *snd, int *rcv, int zerocopy)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), rc = -1;
+
+    *snd = *rcv = -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (lfd < 0 || 0 != bind(lfd, (struct sockaddr *) &a, sizeof(a)) || 0 != listen(lfd, 1) ||
+        0 != getsockname(lfd, (struct sockaddr *) &a, &al)) {
+        goto cleanup;
+    }
+    *snd = socket(AF_INET, SOCK_STREAM, 0);
+    if (zerocopy && 0 != devmem_tx_socket_setup(*snd, NULL, NULL)) {
+        goto cleanup;
+    }
+    if (0 != connect(*snd, (struct sockaddr *) &a, sizeof(a))) {
+        goto cleanup;
+    }
+    *rcv = accept(lfd, NULL, NULL);
+    rc = *rcv < 0 ? -1 : 0;
+cleanup:
+    if (lfd >= 0) {
+        close(lfd);
+    }
+    return rc;
+}
+
+static void on_release(void *ctx, uint64_t cookie, size_t bytes)
+{
+    *(size_t *) ctx += bytes;
+}
+
+int main(void)
+{
+    struct devmem_dmabuf_token tk[DEVMEM_MAX_DONTNEED_TOKENS + 1];
+    struct devmem_rx_batch b;
+    struct devmem_ledger l;
+    struct devmem_err err;
+    char msg[3000], got[3000];
+    int snd, rcv, udp, rc;
+    ssize_t n;
+    size_t i;
+
+    if (0 != tcp_pair(&snd, &rcv, 0)) {
+        printf("FAIL loopback TCP pair\n");
+        return 1;
+    }
+    tk[0].token_start = 1;
+    tk[0].token_count = 8;
+    rc = setsockopt(rcv, SOL_SOCKET, SO_DEVMEM_DONTNEED, tk, sizeof(tk[0]));
+    if (rc < 0 && ENOPROTOOPT == errno) {
+        printf("skip: this kernel has no SO_DEVMEM_DONTNEED (needs Linux 6.12+, "
+               "CONFIG_NET_DEVMEM)\n");
+        return 77;
+    }
+    CHECK(0 == rc, "DONTNEED on a plain TCP socket: 0 frags freed (returned %d)", rc);
+    rc = devmem_rx_dontneed(NULL, rcv, tk, 1, &err);
+    CHECK(0 == rc, "devmem_rx_dontneed: the kernel's count (0) comes back");
+    rc = setsockopt(rcv, SOL_SOCKET, SO_DEVMEM_DONTNEED, tk, 12);
+    CHECK(rc < 0 && EINVAL == errno, "DONTNEED with optlen 12: EINVAL");
+    for (i = 0; i <= DEVMEM_MAX_DONTNEED_TOKENS; i++) {
+        tk[i].token_start = (uint32_t) (1 + i);
+        tk[i].token_count = 1;
+    }
+    rc = devmem_rx_dontneed(NULL, rcv, tk, DEVMEM_MAX_DONTNEED_TOKENS + 1, &err);
+    CHECK(-EINVAL == rc, "DONTNEED with 129 ranges: EINVAL (%s)", err.msg);
+    rc = devmem_rx_dontneed(NULL, rcv, tk, DEVMEM_MAX_DONTNEED_TOKENS, &err);
+    CHECK(0 == rc, "DONTNEED with 128 ranges: accepted, 0 freed");
+    udp = socket(AF_INET, SOCK_DGRAM, 0);
+    rc = devmem_rx_dontneed(NULL, udp, tk, 1, &err);
+    CHECK(-EBADF == rc, "DONTNEED on a UDP socket: EBADF (%s)", err.msg);
+    close(udp);
+
+    /* plain data under MSG_SOCK_DEVMEM: no cmsg, one linear piece */
+    for (i = 0; i < sizeof(msg); i++) {
+        msg[i] = (char) (i * 13 + 1);
+    }
+    n = write(snd, msg, sizeof(msg));
+    CHECK(n == (ssize_t) sizeof(msg), "3000 bytes written on loopback");
+    devmem_rx_batch_init(&b, 65536, 64, &err);
+    devmem_ledger_init(&l, rcv, devmem_rx_dontneed, NULL, &err);
+    b.ledger = &l;
+    {
+        size_t have = 0;
+
+        while (have < sizeof(msg)) {
+            n = devmem_rx_recv(rcv, &b, 0, &err);
+            if (n <= 0) {
+                break;
+            }
+            CHECK(1 == b.nfrags && DEVMEM_FRAG_LINEAR == b.frags[0].kind &&
+                      (size_t) n == b.frags[0].len,
+                  "recvmsg(MSG_SOCK_DEVMEM) on plain data: %zd bytes, no devmem cmsg", n);
+            memcpy(got + have, b.linear, (size_t) n);
+            have += (size_t) n;
+        }
+        CHECK(have == sizeof(msg) && 0 == memcmp(got, msg, sizeof(msg)),
+              "plain data under the flag is intact");
+    }
+    {
+        struct msghdr m;
+        struct iovec iov;
+
+        n = write(snd, msg, 100);
+        devmem_rx_batch_msghdr(&b, &m, &iov);
+        n = recvmsg(rcv, &m, MSG_SOCK_DEVMEM);
+        CHECK(100 == n && 0 == m.msg_controllen && 0 == (m.msg_flags & MSG_CTRUNC),
+              "raw recvmsg(MSG_SOCK_DEVMEM): 100 bytes, msg_controllen 0");
+    }
+    rc = devmem_ledger_close(&l, &err);
+    CHECK(0 == rc && 0 == l.stats.tokens_received && 3000 == l.stats.bytes_linear,
+          "ledger: no tokens on plain data, close makes no call");
+    devmem_rx_batch_fini(&b);
+    close(snd);
+    close(rcv);
+
+    /* devmem send with an id nobody bound; MSG_ZEROCOPY completions */
+    if (0 != tcp_pair(&snd, &rcv, 1)) {
+        printf("FAIL loopback TCP pair with SO_ZEROCOPY\n");
+        return 1;
+    }
+    {
+        struct devmem_tx_iov ti = {.offset = 0, .len = 100};
+        struct devmem_tx_tracker t;
+        struct devmem_tx_completion c;
+        size_t released = 0;
+        struct pollfd p = {.fd = snd, .events = 0};
+        int tries;
+
+        n = devmem_tx_send(snd, 0x7ffffff0u, &ti, 1, MSG_DONTWAIT, &err);
+        CHECK(n < 0, "devmem send with an unbound id is refused: %zd (%s)", n, err.msg);
+        CHECK(-EINVAL == n, "... with EINVAL, as the reference says");
+        rc = devmem_tx_read_completion(snd, &c, &err);
+        CHECK(-EAGAIN == rc, "no notification for a refused send");
+
+        /* a plain MSG_ZEROCOPY send takes id 0; loopback copies, so COPIED is set */
+        devmem_tx_tracker_init(&t, &err);
+        n = send(snd, msg, 1000, MSG_ZEROCOPY);
+        if (n > 0) {
+            devmem_tx_track(&t, (size_t) n, 1000, 1, NULL);
+        }
+        n = send(snd, msg, 1000, MSG_ZEROCOPY);
+        if (n > 0) {
+            devmem_tx_track(&t, (size_t) n, 1000, 2, NULL);
+        }
+        rc = -EAGAIN;
+        for (tries = 0; tries < 100 && devmem_tx_inflight(&t) > 0; tries++) {
+            poll(&p, 1, 20);
+            rc = devmem_tx_read_completion(snd, &c, &err);
+            if (0 == rc) {
+                devmem_tx_complete(&t, &c, on_release, &released, &err);
+            }
+        }
+        CHECK(0 == devmem_tx_inflight(&t) && 2000 == released && t.stats.notifications >= 1,
+              "MSG_ZEROCOPY: both sends completed from the error queue (last [%u, %u]%s)",
+              c.lo, c.hi, c.copied ? ", copied" : "");
+        devmem_tx_tracker_fini(&t);
+    }
+    close(snd);
+    close(rcv);
+
+    /* the real ops table: refusals reported, never a fallback */
+    {
+        struct devmem_kernel *k = NULL;
+        struct devmem_region host;
+        struct devmem_bind_req req;
+        unsigned int q = 0;
+        uint32_t id = 0;
+        int memfd;
+
+        rc = devmem_kernel_open(&k, DEVMEM_KERNEL_REAL, NULL, &err);
+        CHECK(0 == rc && 0 == strcmp(k->ops->name, "real") && NULL == k->emul,
+              "real kernel ops opened, no emulation behind them");
+        devmem_region_alloc(&host, &devmem_provider_host, 4096, 0, NULL);
+        memset(&req, 0, sizeof(req));
+        req.ifindex = 1;
+        req.queues = &q;
+        req.nqueues = 1;
+        req.region = &host;
+        rc = k->ops->bind_rx(k, &req, &id, &err);
+        CHECK(-EINVAL == rc && 0 == id, "real bind-rx of host memory: refused (%s)", err.msg);
+        /* a memfd is no dmabuf: the kernel (or its permission check) must refuse */
+        memfd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+        (void) ftruncate(memfd, 4096);
+        host.dmabuf_fd = memfd;
+        rc = k->ops->bind_rx(k, &req, &id, &err);
+        CHECK(rc < 0 && 0 == id && '\0' != err.msg[0],
+              "real bind-rx of a memfd on lo: refused by the kernel: %d (%s)", rc, err.msg);
+        rc = k->ops->bind_tx(k, &req, &id, &err);
+        CHECK(rc < 0 && 0 == id, "real bind-tx of a memfd on lo: refused: %d (%s)", rc, err.msg);
+        host.dmabuf_fd = -1;
+        close(memfd);
+        rc = k->ops->steer(k, 1234, 1, &err);
+        CHECK(-EOPNOTSUPP == rc, "real steer: not this layer's job (%s)", err.msg);
+        rc = k->ops->unbind(k, 99, &err);
+        CHECK(-ENOENT == rc, "real unbind of an unknown id: -ENOENT");
+        devmem_region_release(&host);
+        devmem_kernel_close(k);
+    }
+
+    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}

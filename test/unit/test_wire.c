@@ -1,0 +1,193 @@
+/*
+ * The btl_devmem wire protocol: hello and fragment-header checks, including everything a
+ * stranger or a broken peer could send. Exit 0 pass, 1 fail.
+ */
+#include "btl_devmem_hdr.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (cond) {                                                                        \
+            printf("ok   ");                                                               \
+        } else {                                                                           \
+            printf("FAIL ");                                                               \
+            failures++;                                                                    \
+        }                                                                                  \
+        printf(__VA_ARGS__);                                                               \
+        printf("\n");                                                                      \
+    } while (0)
+
+static const uint64_t SECRET = 0x1122334455667788ull;
+
+static struct mca_btl_devmem_hello good_request(void)
+{
+    struct mca_btl_devmem_hello h;
+    mca_btl_devmem_hello_init(&h, MCA_BTL_DEVMEM_HELLO_REQUEST, 7, 3, SECRET, 2, 131072);
+    return h;
+}
+
+static void test_hello(void)
+{
+    struct mca_btl_devmem_hello h = good_request(), r;
+
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hello_check(&h, true, SECRET),
+          "a well-formed request passes");
+    CHECK(7 == h.jobid && 3 == h.vpid && 2 == h.link && 131072 == h.frag_limit
+              && sizeof(struct mca_btl_devmem_hdr) == h.hdr_size,
+          "init fills name, link, limit and header size");
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_STATUS == mca_btl_devmem_hello_check(&h, false, SECRET),
+          "a request is not accepted where a reply is expected");
+
+    r = h;
+    r.magic ^= 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_MAGIC == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "wrong magic is refused");
+    r = h;
+    r.version = MCA_BTL_DEVMEM_PROTO_VERSION + 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_VERSION == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "another protocol version is refused");
+    r = h;
+    r.secret = SECRET + 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_SECRET == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "a wrong secret is refused");
+    r = h;
+    r.hdr_size = 16;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_HDR_SIZE == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "a different header size is refused");
+    r = h;
+    r.frag_limit = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_LIMIT == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "a zero fragment limit is refused");
+    r = h;
+    r.frag_limit = MCA_BTL_DEVMEM_MAX_FRAG_LIMIT + 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_LIMIT == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "a fragment limit above the cap is refused");
+    r = h;
+    r.status = 9;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_STATUS == mca_btl_devmem_hello_check(&r, true, SECRET),
+          "an unknown status is refused");
+
+    mca_btl_devmem_hello_init(&r, MCA_BTL_DEVMEM_HELLO_DEFER, 7, 4, SECRET, 0, 65536);
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hello_check(&r, false, SECRET),
+          "a DEFER reply is a valid reply");
+    mca_btl_devmem_hello_init(&r, MCA_BTL_DEVMEM_HELLO_ACCEPT, 7, 4, SECRET, 0, 65536);
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hello_check(&r, false, SECRET),
+          "an ACCEPT reply is a valid reply");
+
+    /* garbage: every byte pattern of a zeroed, all-ones and random hello is refused */
+    memset(&r, 0, sizeof(r));
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK != mca_btl_devmem_hello_check(&r, true, SECRET),
+          "an all-zero hello is refused");
+    memset(&r, 0xff, sizeof(r));
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK != mca_btl_devmem_hello_check(&r, true, SECRET),
+          "an all-ones hello is refused");
+    srand(42);
+    int accepted = 0;
+    for (int i = 0; i < 100000; i++) {
+        unsigned char *p = (unsigned char *) &r;
+        for (size_t j = 0; j < sizeof(r); j++) {
+            p[j] = (unsigned char) rand();
+        }
+        accepted += MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hello_check(&r, true, SECRET);
+    }
+    CHECK(0 == accepted, "100000 random hellos: %d accepted", accepted);
+
+    /* a valid hello with one byte flipped anywhere that matters is refused */
+    int flips_ok = 0;
+    for (size_t j = 0; j < offsetof(struct mca_btl_devmem_hello, link); j++) {
+        struct mca_btl_devmem_hello f = h;
+        ((unsigned char *) &f)[j] ^= 0x5a;
+        if (j >= offsetof(struct mca_btl_devmem_hello, jobid)
+            && j < offsetof(struct mca_btl_devmem_hello, secret)) {
+            continue; /* the name is checked against the modex by the caller */
+        }
+        flips_ok += MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hello_check(&f, true, SECRET);
+    }
+    CHECK(0 == flips_ok, "a flipped byte in magic, version, status or secret is refused");
+}
+
+static void test_hdr(void)
+{
+    struct mca_btl_devmem_limits lim = {.frag_limit = 131072, .put_limit = 1u << 24};
+    struct mca_btl_devmem_hdr h;
+
+    memset(&h, 0, sizeof(h));
+    h.type = MCA_BTL_DEVMEM_HDR_SEND;
+    h.size = 131072;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "SEND at the negotiated limit passes");
+    CHECK(131072 == mca_btl_devmem_hdr_payload(&h), "SEND carries its size as payload");
+    h.size = 131073;
+    CHECK(MCA_BTL_DEVMEM_CHECK_TOO_LONG == mca_btl_devmem_hdr_check(&h, &lim),
+          "SEND one byte over the limit is refused before any payload is read");
+    h.size = UINT32_MAX;
+    CHECK(MCA_BTL_DEVMEM_CHECK_TOO_LONG == mca_btl_devmem_hdr_check(&h, &lim),
+          "a huge SEND length is refused");
+
+    h.type = MCA_BTL_DEVMEM_HDR_PUT;
+    h.size = 1u << 24;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim), "PUT at the limit passes");
+    h.size = (1u << 24) + 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_TOO_LONG == mca_btl_devmem_hdr_check(&h, &lim),
+          "PUT over the put limit is refused");
+
+    h.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
+    h.size = 4096;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim)
+              && 0 == mca_btl_devmem_hdr_payload(&h),
+          "GET_REQ asks for bytes but carries no payload");
+    h.size = (1u << 24) + 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_TOO_LONG == mca_btl_devmem_hdr_check(&h, &lim),
+          "GET_REQ for more than the limit is refused");
+
+    h.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
+    h.size = 4096;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim)
+              && 4096 == mca_btl_devmem_hdr_payload(&h),
+          "GET_RESP carries its size as payload");
+
+    h.type = MCA_BTL_DEVMEM_HDR_FIN;
+    h.size = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim), "FIN passes");
+    h.size = 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "FIN with a payload is refused");
+
+    int bad_types = 0;
+    for (int t = 0; t < 256; t++) {
+        h.type = (uint8_t) t;
+        h.size = 0;
+        bool known = t >= MCA_BTL_DEVMEM_HDR_SEND && t <= MCA_BTL_DEVMEM_HDR_TYPE_MAX;
+        bad_types += known != (MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim));
+    }
+    CHECK(0 == bad_types, "exactly the 5 known types pass, the other 251 are refused");
+
+    /* truncated input: a header is only checked once all 24 bytes are in; a random
+     * 24-byte header either passes with a length within the limits or is refused */
+    srand(7);
+    int unsafe = 0;
+    for (int i = 0; i < 100000; i++) {
+        unsigned char *p = (unsigned char *) &h;
+        for (size_t j = 0; j < sizeof(h); j++) {
+            p[j] = (unsigned char) rand();
+        }
+        if (MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim)) {
+            uint32_t pay = mca_btl_devmem_hdr_payload(&h);
+            unsafe += pay > lim.put_limit && pay > lim.frag_limit;
+        }
+    }
+    CHECK(0 == unsafe, "100000 random headers: none passes with a payload beyond the limits");
+}
+
+int main(void)
+{
+    test_hello();
+    test_hdr();
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}
