@@ -11,7 +11,14 @@ export DEVMEM_SRC DEVMEM_BUILD DEVMEM_PREFIX
 
 # Setting the component path replaces Open MPI's default, so keep its own directory in it.
 DEVMEM_OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
-export OMPI_MCA_mca_base_component_path="$DEVMEM_PREFIX/lib/openmpi:$DEVMEM_OMPI_PKGLIBDIR"
+# Only name our directory when it exists: Open MPI 4.1.4 mis-parses the whole command line
+# ('mpirun: Error: unknown option "--oversubscribe"') when the first entry of the path is missing,
+# which is the case before `make install` (e.g. runs with DEVMEM_TEST_BTL=tcp,self).
+if [ -d "$DEVMEM_PREFIX/lib/openmpi" ]; then
+    export OMPI_MCA_mca_base_component_path="$DEVMEM_PREFIX/lib/openmpi:$DEVMEM_OMPI_PKGLIBDIR"
+else
+    export OMPI_MCA_mca_base_component_path="$DEVMEM_OMPI_PKGLIBDIR"
+fi
 # CI and the quickstart run as root without a terminal.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # No ssh: every "remote" launch goes through our own agents.

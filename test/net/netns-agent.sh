@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Open MPI launch agent for the two-namespace harness (test/net/netns.sh): mpirun calls it in
+# place of ssh (--mca plm_rsh_agent), as
+#     netns-agent.sh HOSTNAME COMMAND...
+# and it runs COMMAND (the orted command line, which Open MPI quotes for a remote shell) inside
+# the network namespace that stands for HOSTNAME, in a UTS namespace of its own whose hostname
+# is HOSTNAME, so that Open MPI sees a different node.
+#
+#     netns-agent.sh --enter HOSTNAME PROGRAM ARGS...
+# is the second half: already inside the namespaces, set the hostname and exec PROGRAM.
+#
+# The map from host names to namespaces comes from the environment (set by netns.sh and
+# inherited through mpirun): DEVMEM_NETNS_HOSTS="host1=netns1 host2=netns2".
+set -u
+
+die() {
+    echo "netns-agent: $*" >&2
+    exit 255
+}
+
+if [ "${1:-}" = "--enter" ]; then
+    [ $# -ge 3 ] || die "usage: $0 --enter HOSTNAME PROGRAM [ARGS...]"
+    host=$2
+    shift 2
+    # inside `unshare --uts`: this changes only our own UTS namespace
+    if command -v hostname >/dev/null 2>&1; then
+        hostname "$host" || die "cannot set hostname $host"
+    else
+        printf '%s' "$host" >/proc/sys/kernel/hostname || die "cannot set hostname $host"
+    fi
+    exec "$@"
+fi
+
+# Called by Open MPI's rsh launcher. Skip options an ssh-style caller may put first.
+while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+    shift
+done
+[ $# -ge 2 ] || die "usage: $0 HOSTNAME COMMAND..."
+host=$1
+shift
+
+ns=
+for pair in ${DEVMEM_NETNS_HOSTS:-}; do
+    if [ "${pair%%=*}" = "$host" ]; then
+        ns=${pair#*=}
+    fi
+done
+[ -n "$ns" ] || die "no namespace known for host '$host' (DEVMEM_NETNS_HOSTS='${DEVMEM_NETNS_HOSTS:-}')"
+
+# Like ssh: the command words are joined and given to a shell.
+exec ip netns exec "$ns" unshare --uts -- "$0" --enter "$host" /bin/sh -c "$*"

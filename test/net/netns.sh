@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# Two "hosts" on one machine: two network namespaces joined by a veth pair, for MPI runs that
+# cross a real (virtual) link. Sourced by test/net/test_*.sh, after test/lib/testlib.sh.
+#
+#   netns_setup            create the namespaces and the link (skips the test, exit 77, where
+#                          namespaces cannot be made: not root, no ip/unshare); removes it all
+#                          again on exit, ^C or TERM
+#   netns_shape ARGS...    tc qdisc on the veth in both namespaces, e.g. root tbf rate 1gbit ...
+#   netns_mpirun SECONDS NA NB MPIRUN-ARGS...
+#                          mpirun started in the first namespace (hostname $NETNS_HOST_A) with NA
+#                          ranks there and NB on the second "host" (launched through
+#                          netns-agent.sh in the second namespace, hostname $NETNS_HOST_B);
+#                          Open MPI's out-of-band and the BTL restricted to the veth,
+#                          mpi_yield_when_idle 1, the test's BTL list and extra arguments
+#   netns_link_bytes       bytes sent on the veth so far, both directions together
+#   netns_cleanup          what the exit trap does (idempotent)
+#
+# Names are unique per run (the shell's pid): namespaces devmem-<pid>-a/-b, link dmv<pid> (the
+# same name at both ends, so that one *_if_include value fits both hosts), hostnames
+# dmnode-<pid>-a/-b. Addresses: 198.51.100.1 and .2/24 (TEST-NET-2; the host's eth0 uses
+# TEST-NET-1, 192.0.2.0/24). Traffic goes only between these two namespaces.
+
+NETNS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NETNS_AGENT=$NETNS_DIR/netns-agent.sh
+NETNS_A=devmem-$$-a
+NETNS_B=devmem-$$-b
+NETNS_LINK=dmv$$
+NETNS_LINK=${NETNS_LINK:0:15}
+NETNS_HOST_A=dmnode-$$-a
+NETNS_HOST_B=dmnode-$$-b
+NETNS_ADDR_A=198.51.100.1
+NETNS_ADDR_B=198.51.100.2
+NETNS_PREFIXLEN=24
+_netns_created=()
+
+netns_cleanup() {
+    local ns pids
+    for ns in "${_netns_created[@]}"; do
+        pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+        if [ -n "${pids// /}" ]; then
+            echo "netns: stopping processes left in $ns: $pids"
+            # shellcheck disable=SC2086
+            kill -TERM $pids 2>/dev/null
+            for _ in 1 2 3 4 5 6 7 8 9 10; do
+                pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+                [ -n "${pids// /}" ] || break
+                sleep 0.5
+            done
+            if [ -n "${pids// /}" ]; then
+                echo "netns: killing processes left in $ns: $pids"
+                # shellcheck disable=SC2086
+                kill -KILL $pids 2>/dev/null
+                sleep 0.5
+            fi
+        fi
+    done
+    for ns in "${_netns_created[@]}"; do
+        ip netns del "$ns" 2>/dev/null || echo "netns: could not delete namespace $ns" >&2
+    done
+    _netns_created=()
+}
+
+_netns_exit() {
+    local rc=$?
+    netns_cleanup
+    devmem_testlib_cleanup
+    return "$rc"
+}
+
+_netns_setup_fail() {
+    echo "netns: $*" >&2
+    netns_cleanup
+    exit 1
+}
+
+netns_setup() {
+    local ns c
+    [ "$(id -u)" -eq 0 ] || devmem_skip "network namespaces need root (uid is $(id -u))"
+    for c in ip unshare timeout pgrep; do
+        command -v "$c" >/dev/null 2>&1 || devmem_skip "'$c' not found (iproute2/util-linux/procps)"
+    done
+    trap _netns_exit EXIT
+
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        if ! ip netns add "$ns" 2>"$DEVMEM_TEST_TMP/netns.err"; then
+            netns_cleanup
+            devmem_skip "cannot create a network namespace: $(head -n1 "$DEVMEM_TEST_TMP/netns.err")"
+        fi
+        _netns_created+=("$ns")
+    done
+    ip link add "$NETNS_LINK" netns "$NETNS_A" type veth peer name "$NETNS_LINK" netns "$NETNS_B" ||
+        _netns_setup_fail "cannot create the veth pair $NETNS_LINK"
+    ip -n "$NETNS_A" addr add "$NETNS_ADDR_A/$NETNS_PREFIXLEN" dev "$NETNS_LINK" &&
+        ip -n "$NETNS_B" addr add "$NETNS_ADDR_B/$NETNS_PREFIXLEN" dev "$NETNS_LINK" ||
+        _netns_setup_fail "cannot address the veth pair"
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        ip -n "$ns" link set lo up && ip -n "$ns" link set "$NETNS_LINK" up ||
+            _netns_setup_fail "cannot bring up the links in $ns"
+    done
+    # The agent finds a host's namespace here (mpirun passes its environment on to it).
+    export DEVMEM_NETNS_HOSTS="$NETNS_HOST_A=$NETNS_A $NETNS_HOST_B=$NETNS_B"
+    echo "netns: $NETNS_HOST_A ($NETNS_A, $NETNS_ADDR_A) <-> $NETNS_HOST_B ($NETNS_B," \
+        "$NETNS_ADDR_B) over veth $NETNS_LINK"
+}
+
+netns_shape() {
+    local ns
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        tc -n "$ns" qdisc add dev "$NETNS_LINK" "$@" ||
+            _netns_setup_fail "tc qdisc add dev $NETNS_LINK $* failed in $ns"
+    done
+    echo "netns: both ends of $NETNS_LINK: $(tc -n "$NETNS_A" qdisc show dev "$NETNS_LINK" | head -n1)"
+}
+
+netns_link_bytes() {
+    local d=/sys/class/net/$NETNS_LINK/statistics
+    ip netns exec "$NETNS_A" sh -c "echo \$(( \$(cat $d/tx_bytes) + \$(cat $d/rx_bytes) ))"
+}
+
+netns_mpirun() {
+    local limit=$1 na=$2 nb=$3
+    shift 3
+    local btl_args=()
+    if [ -n "$DEVMEM_BTL_NAME" ]; then
+        btl_args=(--mca "btl_${DEVMEM_BTL_NAME}_if_include" "$NETNS_LINK")
+    fi
+    timeout --kill-after=10 "$limit" \
+        ip netns exec "$NETNS_A" unshare --uts -- "$NETNS_AGENT" --enter "$NETNS_HOST_A" \
+        mpirun --oversubscribe -np $((na + nb)) --host "$NETNS_HOST_A:$na,$NETNS_HOST_B:$nb" \
+        --mca plm_rsh_agent "$NETNS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
+        --mca oob_tcp_if_include "$NETNS_LINK" \
+        --mca mpi_yield_when_idle 1 --mca orte_report_silent_errors 1 \
+        "${DEVMEM_MCA_ARGS[@]}" "${btl_args[@]}" "$@"
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# MPI across two "hosts": two network namespaces joined by a veth pair (test/net/netns.sh), mpirun
+# in the first, the second host's daemon started through our launch agent. Checks that the ranks
+# really run on two differently named nodes, runs the MPI test programs with checked data at
+# 2+2 ranks (ping-pong also 1+1), and that the payload really crossed the veth.
+# BTL: ${DEVMEM_TEST_BTL:-devmem,self}, restricted to the veth; extra arguments: $DEVMEM_TEST_MCA.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/testlib.sh"
+. "$here/netns.sh"
+
+devmem_require_programs pingpong nonblocking anysource vector unexpected collectives
+netns_setup
+limit=$DEVMEM_MPI_LIMIT
+
+# 1. two nodes: each rank prints the node it runs on
+out=$DEVMEM_TEST_TMP/hosts.out
+if _devmem_run_bg netns_mpirun 60 2 2 hostname >"$out" 2>&1; then
+    na=$(grep -cx "$NETNS_HOST_A" "$out")
+    nb=$(grep -cx "$NETNS_HOST_B" "$out")
+    if [ "$na" -eq 2 ] && [ "$nb" -eq 2 ]; then
+        devmem_step_ok "4 ranks on two nodes: 2 on $NETNS_HOST_A, 2 on $NETNS_HOST_B"
+    else
+        cat "$out"
+        devmem_step_fail "ranks per node: $na on $NETNS_HOST_A, $nb on $NETNS_HOST_B (want 2 and 2)"
+    fi
+else
+    cat "$out"
+    devmem_step_fail "mpirun across the namespaces could not start 'hostname'"
+fi
+
+# 2. the MPI programs, with checked data
+before=$(netns_link_bytes)
+run() { # PROG NA NB PROG-ARGS...
+    local prog=$1 na=$2 nb=$3
+    shift 3
+    devmem_run_checked "$prog $na+$nb ranks${*:+ $*}" "$prog" $((na + nb)) "$limit" \
+        netns_mpirun "$limit" "$na" "$nb" "$DEVMEM_MPI_BIN/$prog" "$@"
+}
+run pingpong 1 1 -m 16M
+run pingpong 2 2 -m 4M
+run nonblocking 2 2 -n 100 -m 256k
+run anysource 2 2 -m 256k
+run unexpected 2 2 -m 2M
+run vector 2 2 -m 1M
+run collectives 2 2 -m 2M
+after=$(netns_link_bytes)
+
+# 3. the ping-pong alone moves 2 x 2 x (1+16+...) MiB between the hosts: far more than 32 MiB
+crossed=$((after - before))
+if [ "$crossed" -gt $((32 << 20)) ]; then
+    devmem_step_ok "$((crossed >> 20)) MiB crossed the veth"
+else
+    devmem_step_fail "only $crossed bytes crossed the veth (want > 32 MiB): did the BTL use it?"
+fi
+devmem_finish
