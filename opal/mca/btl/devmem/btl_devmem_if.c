@@ -40,7 +40,9 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
         if (NULL == ifa->ifa_addr || AF_INET != ifa->ifa_addr->sa_family) {
             continue;
         }
-        if (!(ifa->ifa_flags & IFF_UP) || !(ifa->ifa_flags & IFF_RUNNING)) {
+        /* Administratively up is enough: carrier (IFF_RUNNING) can lag behind by a
+         * moment on a freshly created link, and a link without it fails at connect. */
+        if (!(ifa->ifa_flags & IFF_UP)) {
             continue;
         }
         struct mca_btl_devmem_if *itf = &out[n];
