@@ -10,18 +10,7 @@
 
 #include "dmabuf.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                      \
-    do {                                                      \
-        int ok_ = (cond);                                     \
-        printf("%s ", ok_ ? "ok  " : "FAIL");                 \
-        printf(__VA_ARGS__);                                  \
-        printf("\n");                                         \
-        if (!ok_) {                                           \
-            failures++;                                       \
-        }                                                     \
-    } while (0)
+#include "check.h"
 
 /* Allocate, write a pattern at an odd offset, read it back, release. */
 static void round_trip(const struct devmem_provider *p, int want_dmabuf)
@@ -100,6 +89,5 @@ int main(void)
     maybe(&devmem_provider_cuda, "cuda");
     maybe(&devmem_provider_drm, "/dev/dri");
 
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }

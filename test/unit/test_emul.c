@@ -17,18 +17,7 @@
 
 #include "kernel.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                      \
-    do {                                                      \
-        int ok_ = (cond);                                     \
-        printf("%s ", ok_ ? "ok  " : "FAIL");                 \
-        printf(__VA_ARGS__);                                  \
-        printf("\n");                                         \
-        if (!ok_) {                                           \
-            failures++;                                       \
-        }                                                     \
-    } while (0)
+#include "check.h"
 
 static unsigned char pattern(size_t i)
 {
@@ -628,6 +617,5 @@ int main(void)
 
     contract();
 
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }

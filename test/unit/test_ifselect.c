@@ -9,15 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        printf((cond) ? "ok   " : "FAIL ");                                                \
-        failures += !(cond);                                                               \
-        printf(__VA_ARGS__);                                                               \
-        printf("\n");                                                                      \
-    } while (0)
+#include "check.h"
 
 static struct mca_btl_devmem_if mk(const char *name, const char *addr, int prefix, bool lo)
 {
@@ -93,6 +85,5 @@ int main(void)
     }
     CHECK(n > 0 && have_lo, "discovery lists %d interfaces including lo 127.0.0.1/8", n);
 
-    printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }

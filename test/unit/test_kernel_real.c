@@ -18,18 +18,7 @@
 
 #include "kernel.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                      \
-    do {                                                      \
-        int ok_ = (cond);                                     \
-        printf("%s ", ok_ ? "ok  " : "FAIL");                 \
-        printf(__VA_ARGS__);                                  \
-        printf("\n");                                         \
-        if (!ok_) {                                           \
-            failures++;                                       \
-        }                                                     \
-    } while (0)
+#include "check.h"
 
 static int tcp_pair(int *snd, int *rcv, int zerocopy)
 {
@@ -234,6 +223,5 @@ int main(void)
         devmem_kernel_close(k);
     }
 
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }

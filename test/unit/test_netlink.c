@@ -26,19 +26,7 @@ int main(void)
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 
-static int failures;
-
-/* cond is evaluated once: some conditions parse, and parsing twice would count twice */
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        int check_ok_ = (cond);                                                               \
-        printf("%s: ", check_ok_ ? "ok  " : "FAIL");                                          \
-        printf(__VA_ARGS__);                                                                  \
-        printf("\n");                                                                         \
-        if (!check_ok_) {                                                                     \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 #define FAMILY 0x1d
 #define SEQ 4242
@@ -631,8 +619,7 @@ int main(void)
     test_parse_error();
     test_parse_family_and_queues();
     test_truncation_and_garbage();
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }
 
 #endif /* HAVE_LIBMNL */

@@ -34,19 +34,7 @@ int main(void)
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 
-static int failures;
-
-/* cond is evaluated once: some conditions parse, and parsing twice would count twice */
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        int check_ok_ = (cond);                                                               \
-        printf("%s: ", check_ok_ ? "ok  " : "FAIL");                                          \
-        printf(__VA_ARGS__);                                                                  \
-        printf("\n");                                                                         \
-        if (!check_ok_) {                                                                     \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 #define FAMILY 0x15
 #define SEQ 77
@@ -311,8 +299,7 @@ int main(void)
     test_rings_codec();
     test_lo();
     test_unprivileged();
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }
 
 #endif /* HAVE_LIBMNL */

@@ -22,19 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures;
-
-/* cond is evaluated once: some conditions parse, and parsing twice would count twice */
-#define CHECK(cond, ...)                                                                      \
-    do {                                                                                      \
-        int check_ok_ = (cond);                                                               \
-        printf("%s: ", check_ok_ ? "ok  " : "FAIL");                                          \
-        printf(__VA_ARGS__);                                                                  \
-        printf("\n");                                                                         \
-        if (!check_ok_) {                                                                     \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
+#include "check.h"
 
 /* The kernel's extack as our message carries it: its words, or the attribute it flagged. */
 static int has_extack(const char *msg, const char **kind)
@@ -204,6 +192,5 @@ cleanup:
     if (0 != ret) {
         return ret;
     }
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }

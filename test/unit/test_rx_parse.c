@@ -10,18 +10,7 @@
 
 #include "rx.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                      \
-    do {                                                      \
-        int ok_ = (cond);                                     \
-        printf("%s ", ok_ ? "ok  " : "FAIL");                 \
-        printf(__VA_ARGS__);                                  \
-        printf("\n");                                         \
-        if (!ok_) {                                           \
-            failures++;                                       \
-        }                                                     \
-    } while (0)
+#include "check.h"
 
 static union {
     unsigned char b[4096];
@@ -249,6 +238,5 @@ int main(void)
         devmem_rx_batch_fini(&b);
     }
 
-    printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }

@@ -8,19 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (cond) {                                                                        \
-            printf("ok   ");                                                               \
-        } else {                                                                           \
-            printf("FAIL ");                                                               \
-            failures++;                                                                    \
-        }                                                                                  \
-        printf(__VA_ARGS__);                                                               \
-        printf("\n");                                                                      \
-    } while (0)
+#include "check.h"
 
 static const uint64_t SECRET = 0x1122334455667788ull;
 
@@ -188,6 +176,5 @@ int main(void)
 {
     test_hello();
     test_hdr();
-    printf("%s: %d failure(s)\n", failures ? "FAILED" : "passed", failures);
-    return failures ? 1 : 0;
+    return check_finish();
 }
