@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -341,18 +340,7 @@ static void listen_cb(int lsd, short flags, void *arg)
         pa->got = 0;
         snprintf(pa->peer, sizeof(pa->peer), "%s:%u", inet_ntoa(from.sin_addr),
                  (unsigned) ntohs(from.sin_port));
-        {
-            int one = 1;
-            if (c->nodelay) {
-                (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            }
-            if (c->sndbuf > 0) {
-                (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
-            }
-            if (c->rcvbuf > 0) {
-                (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
-            }
-        }
+        mca_btl_devmem_tune_socket(sd);
         opal_list_append(&c->pending_accepts, &pa->super);
         opal_event_set(opal_sync_event_base, &pa->event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
                        hello_cb, pa);

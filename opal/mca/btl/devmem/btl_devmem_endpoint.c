@@ -229,9 +229,7 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
     socket_close(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
-    if (NULL != ep->rget) {
-        ep->rget = NULL; /* it is on pending_gets too: completed from there */
-    }
+    ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
 
     mca_btl_devmem_component.stats.conn_failed++;
@@ -385,23 +383,14 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
             }
             OPAL_THREAD_UNLOCK(&ep->lock);
             if (!opal_list_is_empty(&done)) {
+                /* written inline: the PML's own flags decide about a callback, and 1 tells
+                 * it the descriptor is done (PML descriptors only) */
+                bool pml_desc = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind;
                 opal_list_remove_first(&done);
                 OBJ_DESTRUCT(&done);
                 frag->base.des_flags = pml_flags;
-                if (MCA_BTL_DEVMEM_FRAG_SEND != frag->kind) {
-                    complete_frag(ep, frag, OPAL_SUCCESS);
-                    return OPAL_SUCCESS;
-                }
-                mca_btl_devmem_component.stats.tx_host += frag->payload;
-                mca_btl_devmem_component.stats.tx_frags++;
-                if ((frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
-                    && NULL != frag->base.des_cbfunc) {
-                    frag->base.des_cbfunc(&ep->module->super, ep, &frag->base, OPAL_SUCCESS);
-                }
-                if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
-                    mca_btl_devmem_frag_return(frag);
-                }
-                return 1;
+                complete_frag(ep, frag, OPAL_SUCCESS);
+                return pml_desc ? 1 : OPAL_SUCCESS;
             }
             /* not all of it went out: the rest completes from the send event, with a callback */
             OBJ_DESTRUCT(&done);
@@ -430,7 +419,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
 
 /* ---------------------------------------------------------------- connecting */
 
-static void tune_socket(int sd)
+void mca_btl_devmem_tune_socket(int sd)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     int one = 1;
@@ -476,7 +465,7 @@ static int start_connect(mca_btl_devmem_endpoint_t *ep)
     if (sd < 0) {
         return -errno;
     }
-    tune_socket(sd);
+    mca_btl_devmem_tune_socket(sd);
     /* leave through this module's interface */
     local.sin_family = AF_INET;
     local.sin_addr.s_addr = ep->module->itf.addr;
@@ -760,114 +749,95 @@ static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem
     return 0;
 }
 
-/* A whole frame (header and payload) is in hand. Returns 0, or -1 when ep failed. */
-static int rx_frame(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h, char *body)
+/*
+ * The checks a frame needs beyond the header codec, done once per frame before any payload
+ * is placed: somebody must listen on a SEND's tag, a PUT needs an address, a GET_RESP must
+ * answer a pending get of exactly its size (kept in ep->rget), and nothing follows a FIN.
+ * Returns 0, or -1 when the endpoint failed.
+ */
+static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
 {
-    mca_btl_devmem_frag_t *get;
-
+    if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
+        proto_error(ep, "traffic after FIN", h);
+        return -1;
+    }
     switch (h->type) {
     case MCA_BTL_DEVMEM_HDR_SEND:
         if (NULL == mca_btl_base_active_message_trigger[h->tag].cbfunc) {
             proto_error(ep, "no receiver registered for this tag", h);
             return -1;
         }
-        deliver(ep, h->tag, body, h->size);
-        return 0;
+        break;
     case MCA_BTL_DEVMEM_HDR_PUT:
-        if (0 == h->addr && 0 != h->size) {
+        if (0 == h->addr) {
             proto_error(ep, "put to a null address", h);
             return -1;
         }
-        memcpy((void *) (uintptr_t) h->addr, body, h->size);
-        mca_btl_devmem_component.stats.rx_host += h->size;
-        return 0;
-    case MCA_BTL_DEVMEM_HDR_GET_REQ:
-        if (answer_get(ep, h) < 0) {
-            ep_fail(ep, "out of memory answering a get", ENOMEM);
-            return -1;
-        }
-        return 0;
+        break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        get = find_get(ep, h->id);
-        if (NULL == get || get->hdr.size != h->size) {
+        ep->rget = find_get(ep, h->id);
+        if (NULL == ep->rget || ep->rget->hdr.size != h->size) {
+            ep->rget = NULL;
             proto_error(ep, "get response matches no request", h);
             return -1;
         }
-        memcpy(get->local_address, body, h->size);
+        break;
+    }
+    return 0;
+}
+
+/* Where an admitted PUT or GET_RESP payload goes; SEND payloads stay where they land. */
+static char *rx_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+{
+    return MCA_BTL_DEVMEM_HDR_PUT == h->type ? (char *) (uintptr_t) h->addr
+                                             : (char *) ep->rget->local_address;
+}
+
+/* Every payload byte of an admitted frame is in place (a SEND's at `body`). */
+static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h,
+                        char *body)
+{
+    mca_btl_devmem_frag_t *get;
+
+    switch (h->type) {
+    case MCA_BTL_DEVMEM_HDR_SEND:
+        deliver(ep, h->tag, body, h->size);
+        break;
+    case MCA_BTL_DEVMEM_HDR_PUT:
+        mca_btl_devmem_component.stats.rx_host += h->size;
+        break;
+    case MCA_BTL_DEVMEM_HDR_GET_REQ:
+        if (answer_get(ep, h) < 0) {
+            ep_fail(ep, "out of memory answering a get", ENOMEM);
+        }
+        break;
+    case MCA_BTL_DEVMEM_HDR_GET_RESP:
+        get = ep->rget;
+        ep->rget = NULL;
         finish_get(ep, get);
-        return 0;
+        break;
     case MCA_BTL_DEVMEM_HDR_FIN:
         OPAL_THREAD_LOCK(&ep->lock);
         ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
         OPAL_THREAD_UNLOCK(&ep->lock);
         DEVMEM_VERBOSE(20, "%s closed its connection in order", OPAL_NAME_PRINT(ep->peer->name));
-        return 0;
+        break;
     }
-    proto_error(ep, "unknown type", h);
-    return -1;
 }
 
-/* Where the rest of a payload that does not fit the read-ahead goes. NULL: ep failed. */
-static char *rx_body_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+/* Room for a SEND payload larger than the read-ahead. NULL: ep failed. */
+static char *rx_big_buffer(mca_btl_devmem_endpoint_t *ep, uint32_t size)
 {
-    mca_btl_devmem_frag_t *get;
-
-    switch (h->type) {
-    case MCA_BTL_DEVMEM_HDR_SEND:
-        if (NULL == mca_btl_base_active_message_trigger[h->tag].cbfunc) {
-            proto_error(ep, "no receiver registered for this tag", h);
+    if (ep->rbig_cap < size) {
+        char *p = realloc(ep->rbig, size);
+        if (NULL == p) {
+            ep_fail(ep, "out of memory for a large fragment", ENOMEM);
             return NULL;
         }
-        if (ep->rbig_cap < h->size) {
-            char *p = realloc(ep->rbig, h->size);
-            if (NULL == p) {
-                ep_fail(ep, "out of memory for a large fragment", ENOMEM);
-                return NULL;
-            }
-            ep->rbig = p;
-            ep->rbig_cap = h->size;
-        }
-        return ep->rbig;
-    case MCA_BTL_DEVMEM_HDR_PUT:
-        if (0 == h->addr) {
-            proto_error(ep, "put to a null address", h);
-            return NULL;
-        }
-        return (char *) (uintptr_t) h->addr;
-    case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        get = find_get(ep, h->id);
-        if (NULL == get || get->hdr.size != h->size) {
-            proto_error(ep, "get response matches no request", h);
-            return NULL;
-        }
-        ep->rget = get;
-        return get->local_address;
+        ep->rbig = p;
+        ep->rbig_cap = size;
     }
-    proto_error(ep, "payload on a fragment type that has none", h);
-    return NULL;
-}
-
-static int rx_body_done(mca_btl_devmem_endpoint_t *ep)
-{
-    const struct mca_btl_devmem_hdr *h = &ep->rhdr;
-
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    switch (h->type) {
-    case MCA_BTL_DEVMEM_HDR_SEND:
-        deliver(ep, h->tag, ep->rbig, h->size);
-        break;
-    case MCA_BTL_DEVMEM_HDR_PUT:
-        mca_btl_devmem_component.stats.rx_host += h->size;
-        break;
-    case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        if (NULL != ep->rget) {
-            mca_btl_devmem_frag_t *get = ep->rget;
-            ep->rget = NULL;
-            finish_get(ep, get);
-        }
-        break;
-    }
-    return 0;
+    return ep->rbig;
 }
 
 /* Parse every complete frame in the read-ahead. Returns 0, or -1 when ep failed. */
@@ -888,24 +858,30 @@ static int rx_parse(mca_btl_devmem_endpoint_t *ep)
             proto_error(ep, mca_btl_devmem_check_str(chk), &h);
             return -1;
         }
-        if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
-            proto_error(ep, "traffic after FIN", &h);
-            return -1;
-        }
         p = mca_btl_devmem_hdr_payload(&h);
         body = ep->rbuf + ep->rhead + hs;
         have = ep->rtail - ep->rhead - hs;
+        if (have < p && MCA_BTL_DEVMEM_HDR_SEND == h.type && hs + p <= ep->rcap) {
+            break; /* fits the buffer: wait for the rest there, admit it then */
+        }
+        if (rx_admit(ep, &h) < 0) {
+            return -1;
+        }
         if (have >= p) {
+            /* whole frame in hand: a SEND is delivered from the buffer itself */
             ep->rhead += hs + p;
-            if (rx_frame(ep, &h, body) < 0) {
+            if (p > 0 && MCA_BTL_DEVMEM_HDR_SEND != h.type) {
+                memcpy(rx_dest(ep, &h), body, p);
+            }
+            rx_complete(ep, &h, body);
+            if (MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
                 return -1;
             }
             continue;
         }
-        if (MCA_BTL_DEVMEM_HDR_SEND == h.type && hs + p <= ep->rcap) {
-            break; /* fits the buffer: wait for the rest there */
-        }
-        if (NULL == (dst = rx_body_dest(ep, &h))) {
+        /* the rest goes straight to its destination */
+        dst = MCA_BTL_DEVMEM_HDR_SEND == h.type ? rx_big_buffer(ep, h.size) : rx_dest(ep, &h);
+        if (NULL == dst) {
             return -1;
         }
         memcpy(dst, body, have);
@@ -959,7 +935,9 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
                 }
                 ep->rtail = (size_t) n - ep->rleft;
                 ep->rleft = 0;
-                if (rx_body_done(ep) < 0 || rx_parse(ep) < 0) {
+                ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
+                rx_complete(ep, &ep->rhdr, ep->rbig);
+                if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || rx_parse(ep) < 0) {
                     return;
                 }
                 continue;

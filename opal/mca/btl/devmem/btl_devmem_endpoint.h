@@ -87,6 +87,9 @@ int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
 /* Orderly shutdown: send FIN, flush what we can, close. */
 void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
 
+/* TCP_NODELAY and socket buffer sizes from the MCA parameters, for every connection. */
+void mca_btl_devmem_tune_socket(int sd);
+
 const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s);
 
 END_C_DECLS
