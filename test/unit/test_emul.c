@@ -319,6 +319,8 @@ static void run_xfer(struct xfer *x)
     if (x->hold_until_full) {
         CHECK(x->pool_full > 0 && es.recv_pool_full == x->pool_full,
               "%s: pool ran full %zu times, nothing lost", x->name, x->pool_full);
+        CHECK(es.recv_pool_limited > 0, "%s: %llu receives were cut short by the pool",
+              x->name, (unsigned long long) es.recv_pool_limited);
     }
     x->partial_sends = (size_t) t.stats.partial_sends;
     devmem_ledger_close(&l, NULL);
@@ -561,6 +563,37 @@ static void contract(void)
             CHECK(-EAGAIN == n, "tx: empty error queue: -EAGAIN");
         }
     }
+    /* end of stream on a steered flow: 0 bytes and an empty control area, as the kernel's
+     * recvmsg writes back; a caller that kept its control length must not reparse old cmsgs */
+    {
+        int s2, r2;
+        uint16_t p2;
+
+        tcp_pair(&s2, &r2, &p2, 0);
+        devmem_emul_steer(e, p2, rx2, NULL); /* rx_id was unbound above */
+        n = write(s2, buf, 4096);
+        usleep(20000);
+        memset(&m, 0, sizeof(m));
+        iov.iov_base = chk;
+        iov.iov_len = sizeof(chk);
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctrl.b;
+        m.msg_controllen = sizeof(ctrl.b);
+        n = devmem_emul_recvmsg(e, r2, &m, MSG_SOCK_DEVMEM | MSG_DONTWAIT);
+        CHECK(4096 == n && m.msg_controllen > 0, "eof: 4 KiB landed first (%zd bytes, controllen %zu)", n, (size_t) m.msg_controllen);
+        close(s2);
+        usleep(20000);
+        m.msg_controllen = sizeof(ctrl.b); /* as a caller reusing its msghdr would */
+        n = devmem_emul_recvmsg(e, r2, &m, MSG_SOCK_DEVMEM | MSG_DONTWAIT);
+        CHECK(0 == n && 0 == m.msg_controllen,
+              "eof: end of stream gives 0 bytes and an empty control area (controllen %zu)",
+              (size_t) m.msg_controllen);
+        devmem_emul_steer(e, p2, 0, NULL);
+        devmem_emul_sock_close(e, r2);
+        close(r2);
+    }
+
     devmem_emul_get_stats(e, &es);
     CHECK(1 == es.recv_efault && 1 == es.recv_toosmall && es.tokens_unknown >= 3,
           "contract: emul counted efault %llu, toosmall %llu, unknown tokens %llu",

@@ -674,6 +674,16 @@ static ssize_t devmem_recv(struct devmem_emul *e, struct emul_sock *s, struct em
         return -ENOBUFS;
     }
     np = plan_pieces(e, b, budget, room);
+    {
+        size_t planned = 0;
+
+        for (i = 0; i < np; i++) {
+            planned += e->pieces[i].len;
+        }
+        if (planned < budget && 0 == b->nfree) {
+            e->stats.recv_pool_limited++;
+        }
+    }
     for (i = 0; i < np; i++) {
         if (!e->pieces[i].linear && NULL == b->region->map) {
             bounce_need += e->pieces[i].len;
@@ -853,9 +863,14 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         /* An unbound queue: ordinary TCP data, no cmsg, whatever the flag says. */
         return plain_recv(e, fd, msg, flags);
     }
-    /* Wait (or not) for data as the socket would; EOF and errors pass through. */
+    /* Wait (or not) for data as the socket would; EOF and errors pass through. At EOF the
+     * kernel reports an empty control area (recvmsg writes back msg_controllen 0). */
     ret = recv(fd, &c, 1, MSG_PEEK | (flags & MSG_DONTWAIT));
     if (ret <= 0) {
+        if (0 == ret) {
+            msg->msg_controllen = 0;
+            msg->msg_flags = 0;
+        }
         return ret < 0 ? -errno : 0;
     }
     if (!(flags & MSG_SOCK_DEVMEM)) {

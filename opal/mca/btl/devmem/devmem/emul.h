@@ -79,6 +79,7 @@ struct devmem_emul_stats {
     uint64_t recv_efault;     /* devmem data read without MSG_SOCK_DEVMEM */
     uint64_t recv_toosmall;   /* -ETOOSMALL */
     uint64_t recv_pool_full;  /* -ENOBUFS */
+    uint64_t recv_pool_limited; /* receives that took fewer bytes than asked: no free page left */
     uint64_t frags_landed;    /* dmabuf frags handed out (tokens) */
     uint64_t bytes_dmabuf, bytes_linear, bytes_plain;
     uint64_t dontneed_calls;

@@ -469,6 +469,9 @@ ssize_t devmem_rx_batch_finish(struct devmem_rx_batch *b, const struct msghdr *m
             return devmem_err_set(err, (int) -ret, "rx: recvmsg: %s", strerror((int) -ret));
         }
     }
+    if (0 == ret) {
+        return 0; /* end of stream: no pieces, whatever the control area still holds */
+    }
     rc = devmem_rx_parse(msg, (size_t) ret, b->len, b->frags, b->max_frags, &b->nfrags, err);
     /* Tokens parsed before an error still pin the pool: record them so they go back. */
     if (NULL != b->ledger) {
