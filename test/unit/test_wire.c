@@ -146,6 +146,46 @@ static void test_hdr(void)
     CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
           "FIN with a payload is refused");
 
+    h.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
+    h.size = 0;
+    h.addr = 0x0201a8c0;
+    h.id = 40000;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim)
+              && 0 == mca_btl_devmem_hdr_payload(&h),
+          "DEVFLOW naming an address and port passes and has no payload");
+    h.id = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "DEVFLOW with port 0 is refused");
+    h.id = 65536;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "DEVFLOW with a port beyond 16 bits is refused");
+    h.id = 40000;
+    h.addr = 1ull << 32;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "DEVFLOW with an address beyond 32 bits is refused");
+    h.addr = 0x0201a8c0;
+    h.size = 8;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "DEVFLOW with a payload is refused");
+
+    /* flags: only GET_REQ may carry one, and only DEVFLOW */
+    h.size = 0;
+    h.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
+    h.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "GET_REQ asking for the device flow passes");
+    h.flags = 0x2;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "GET_REQ with an unknown flag is refused");
+    int flagged = 0;
+    for (int t = MCA_BTL_DEVMEM_HDR_SEND; t <= MCA_BTL_DEVMEM_HDR_TYPE_MAX; t++) {
+        h.type = (uint8_t) t;
+        h.flags = MCA_BTL_DEVMEM_HDR_GET_REQ == t ? 0x8000 : MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+        flagged += MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim);
+    }
+    CHECK(0 == flagged, "a flag on any other type (or a foreign one on GET_REQ) is refused");
+    h.flags = 0;
+
     int bad_types = 0;
     for (int t = 0; t < 256; t++) {
         h.type = (uint8_t) t;
@@ -153,7 +193,7 @@ static void test_hdr(void)
         bool known = t >= MCA_BTL_DEVMEM_HDR_SEND && t <= MCA_BTL_DEVMEM_HDR_TYPE_MAX;
         bad_types += known != (MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim));
     }
-    CHECK(0 == bad_types, "exactly the 5 known types pass, the other 251 are refused");
+    CHECK(0 == bad_types, "exactly the 6 known types pass, the other 250 are refused");
 
     /* truncated input: a header is only checked once all 24 bytes are in; a random
      * 24-byte header either passes with a length within the limits or is refused */

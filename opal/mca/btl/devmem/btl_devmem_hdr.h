@@ -52,8 +52,21 @@ enum mca_btl_devmem_hdr_type {
     MCA_BTL_DEVMEM_HDR_GET_REQ = 3,  /* please send `size` bytes from your addr, id = request */
     MCA_BTL_DEVMEM_HDR_GET_RESP = 4, /* payload answers GET_REQ `id` */
     MCA_BTL_DEVMEM_HDR_FIN = 5,      /* orderly close: the next EOF is not a failure */
-    MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_FIN,
+    MCA_BTL_DEVMEM_HDR_DEVFLOW = 6,  /* "my device-flow connection to you comes from addr:id" */
+    MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_DEVFLOW,
 };
+
+/* GET_REQ flag: answer with raw bytes on your device-flow connection to me, in request
+ * order, instead of a GET_RESP fragment here. No other flag exists; other types carry 0. */
+#define MCA_BTL_DEVMEM_FLAG_DEVFLOW 0x1u
+
+/*
+ * Device flows. A device-flow connection carries payload bytes only: on a devmem NIC they
+ * land in device memory, where the CPU cannot parse headers. So the connector sends nothing
+ * on it to identify itself; it names the connection's source address and port in a DEVFLOW
+ * fragment on the already authenticated control connection (addr: IPv4 in network byte
+ * order, id: port in host order), and the acceptor adopts the accepted socket that matches.
+ */
 
 struct mca_btl_devmem_hdr {
     uint8_t type; /* enum mca_btl_devmem_hdr_type */
@@ -153,6 +166,12 @@ static inline enum mca_btl_devmem_check
 mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
                          const struct mca_btl_devmem_limits *lim)
 {
+    if (0 != (hdr->flags & ~(MCA_BTL_DEVMEM_HDR_GET_REQ == hdr->type
+                                 ? MCA_BTL_DEVMEM_FLAG_DEVFLOW : 0u))) {
+        return hdr->type >= MCA_BTL_DEVMEM_HDR_SEND && hdr->type <= MCA_BTL_DEVMEM_HDR_TYPE_MAX
+                   ? MCA_BTL_DEVMEM_CHECK_BAD_FIELD
+                   : MCA_BTL_DEVMEM_CHECK_BAD_TYPE;
+    }
     switch (hdr->type) {
     case MCA_BTL_DEVMEM_HDR_SEND:
         if (hdr->size > lim->frag_limit) {
@@ -173,6 +192,11 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
         return MCA_BTL_DEVMEM_CHECK_OK;
     case MCA_BTL_DEVMEM_HDR_FIN:
         return 0 == hdr->size ? MCA_BTL_DEVMEM_CHECK_OK : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+    case MCA_BTL_DEVMEM_HDR_DEVFLOW:
+        return 0 == hdr->size && 0 == hdr->tag && hdr->addr <= UINT32_MAX && 0 != hdr->id
+                       && hdr->id <= UINT16_MAX
+                   ? MCA_BTL_DEVMEM_CHECK_OK
+                   : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
     default:
         return MCA_BTL_DEVMEM_CHECK_BAD_TYPE;
     }
