@@ -34,7 +34,7 @@ struct mca_btl_devmem_proc_t;
 
 /* What each process publishes in the modex: a header, then one record per module. */
 #define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
-#define MCA_BTL_DEVMEM_MODEX_VERSION 1
+#define MCA_BTL_DEVMEM_MODEX_VERSION 2
 
 struct mca_btl_devmem_modex_hdr {
     uint32_t magic;
@@ -52,6 +52,8 @@ struct mca_btl_devmem_modex_addr {
     uint8_t flags;   /* MCA_BTL_DEVMEM_ADDR_* */
     uint32_t module; /* the publisher's module index: sent back in the hello */
     uint32_t link;   /* link number on that interface (0 .. links-1) */
+    uint16_t devflow_port; /* network byte order; 0: this module receives no device flows */
+    uint16_t reserved;
 };
 
 /* Counters for the btl_devmem_stats line. Updated from the progress path only. */
@@ -68,6 +70,17 @@ struct mca_btl_devmem_stats {
     uint64_t proto_errors;    /* connections closed for a malformed fragment */
     uint64_t writev_calls;
     uint64_t recv_calls;
+    /* the device path */
+    uint64_t tx_devmem;       /* payload bytes sent with devmem TX from a dmabuf */
+    uint64_t rx_dmabuf;       /* payload bytes that landed in an RX pool (dmabuf frags) */
+    uint64_t rx_linear;       /* device-flow bytes the kernel delivered linear */
+    uint64_t tokens_received; /* dmabuf frags handed to us */
+    uint64_t tokens_returned; /* frags the kernel confirmed freed (SO_DEVMEM_DONTNEED) */
+    uint64_t dontneed_calls;
+    uint64_t fallbacks;       /* gets that took the host path while our device path is on */
+    uint64_t devflows;        /* device-flow connections adopted (receive side) */
+    uint64_t devflow_gets;    /* gets answered through a device flow */
+    uint64_t rx_pool_full;    /* receives refused because the RX pool was full */
 };
 
 typedef struct mca_btl_devmem_component_t {
@@ -87,6 +100,15 @@ typedef struct mca_btl_devmem_component_t {
     int verbose;
     bool stats_enabled;
     bool nodelay;
+    char *mode;             /* auto | require | off */
+    char *kernel;           /* real | emulated */
+    char *rx_provider;      /* auto | cuda | udmabuf | drm | host */
+    size_t rx_pool_size;    /* bytes of RX pool per module */
+    int rx_queue;           /* real: the RX queue to bind, -1: the last ones, by local rank */
+    int rx_batch;           /* most bytes one devmem receive takes */
+    int devflow_min;        /* smaller gets stay on the control connection */
+    int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */
+    int emul_seed;          /* emulated: layout seed, 0: from the rank */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */
@@ -118,6 +140,8 @@ typedef struct mca_btl_devmem_module_t {
     opal_list_t endpoints;
     opal_mutex_t lock;
     mca_btl_base_module_error_cb_fn_t error_cb;
+    struct mca_btl_devmem_dev *dev; /* device path, NULL: host path only */
+    char dev_reason[320];           /* why dev is NULL */
 } mca_btl_devmem_module_t;
 
 extern mca_btl_devmem_module_t mca_btl_devmem_module_template;

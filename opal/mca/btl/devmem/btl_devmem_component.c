@@ -23,6 +23,8 @@
 #include "opal/util/show_help.h"
 
 #include "btl_devmem.h"
+#include "btl_devmem_dev.h"
+#include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
@@ -74,6 +76,13 @@ static void reg_bool(const char *name, const char *help, int level, bool *storag
 {
     (void) mca_base_component_var_register(&mca_btl_devmem_component.super.btl_version, name,
                                            help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void reg_size(const char *name, const char *help, int level, size_t *storage)
+{
+    (void) mca_base_component_var_register(&mca_btl_devmem_component.super.btl_version, name,
+                                           help, MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, level,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
@@ -134,7 +143,8 @@ static int component_register(void)
              &c->nodelay);
     c->verbose = 0;
     reg_int("verbose",
-            "Verbosity: 10 connections and decisions, 20 handshake details, 30 and above "
+            "Verbosity: 1 whether each interface has the device path and why not, 10 "
+            "connections and decisions, 20 handshake details, 30 and above "
             "everything",
             OPAL_INFO_LVL_5, &c->verbose);
     c->stats_enabled = false;
@@ -142,6 +152,59 @@ static int component_register(void)
              "At finalize, print one line per rank: 'btl_devmem stats: rank=R key=value ...' "
              "(bytes by path, connections made and refused, protocol errors, syscalls)",
              OPAL_INFO_LVL_4, &c->stats_enabled);
+
+    c->mode = "auto";
+    reg_string("mode",
+               "Device memory TCP: \"auto\" uses it on every interface where the kernel, the "
+               "NIC and a dmabuf provider allow it and host TCP elsewhere (the reason is "
+               "printed at btl_devmem_verbose 1); \"require\" refuses to start unless every "
+               "interface has it, naming the reason; \"off\" is host TCP only",
+               OPAL_INFO_LVL_2, &c->mode);
+    c->kernel = "real";
+    reg_string("kernel",
+               "Kernel interface for devmem: \"real\" (netlink bind-rx, recvmsg with "
+               "MSG_SOCK_DEVMEM, SO_DEVMEM_DONTNEED) or \"emulated\" (the same calls "
+               "emulated over plain TCP with a host-memory pool, for testing without a "
+               "devmem NIC; never chosen automatically)",
+               OPAL_INFO_LVL_3, &c->kernel);
+    c->rx_provider = "auto";
+    reg_string("rx_provider",
+               "Memory of the RX pool that device flows land in: auto (real kernel: cuda, "
+               "then udmabuf, then drm; emulated: host), cuda, udmabuf, drm or host "
+               "(emulated only)",
+               OPAL_INFO_LVL_4, &c->rx_provider);
+    c->rx_pool_size = 64u << 20;
+    reg_size("rx_pool_size",
+             "Bytes of RX pool per interface, rounded up to pages. Received device-flow data "
+             "waits there until it is copied out; a small pool throttles the sender through "
+             "TCP flow control",
+             OPAL_INFO_LVL_4, &c->rx_pool_size);
+    c->rx_queue = -1;
+    reg_int("rx_queue",
+            "Real kernel: the NIC RX queue to bind the pool to (-1: the last queue minus the "
+            "local rank, so ranks sharing a NIC take distinct queues). RSS must not spread "
+            "other flows onto it",
+            OPAL_INFO_LVL_5, &c->rx_queue);
+    c->rx_batch = 1 << 20;
+    reg_int("rx_batch",
+            "Most bytes one devmem receive takes (its linear buffer; tokens are returned "
+            "after every receive)",
+            OPAL_INFO_LVL_5, &c->rx_batch);
+    c->devflow_min = 0;
+    reg_int("devflow_min",
+            "Gets smaller than this many bytes stay on the control connection even when a "
+            "device flow is up (0: every get takes the device flow)",
+            OPAL_INFO_LVL_5, &c->devflow_min);
+    c->emul_linear_pct = 10;
+    reg_int("emul_linear_pct",
+            "Emulated kernel: percent of received segments whose first bytes the emulation "
+            "delivers linear (as header split leaves some bytes in host memory), 0-100",
+            OPAL_INFO_LVL_6, &c->emul_linear_pct);
+    c->emul_seed = 0;
+    reg_int("emul_seed",
+            "Emulated kernel: seed of the fragment layout (0: from the rank, so every rank "
+            "differs)",
+            OPAL_INFO_LVL_6, &c->emul_seed);
 
     return mca_btl_base_param_register(&c->super.btl_version,
                                        &mca_btl_devmem_module_template.super);
@@ -196,6 +259,8 @@ static void modules_release(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
+    mca_btl_devmem_devflow_fini();
+    mca_btl_devmem_dev_fini();
     for (int i = 0; i < c->num_modules; i++) {
         mca_btl_devmem_module_t *m = c->modules[i];
         if (m->listen_event_added) {
@@ -239,16 +304,33 @@ void mca_btl_devmem_print_stats(void)
 {
     const struct mca_btl_devmem_stats *s = &mca_btl_devmem_component.stats;
     const opal_proc_t *me = opal_proc_local_get();
+    int devmem_modules = 0;
 
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    struct devmem_emul_stats es = {0};
+
+    for (int i = 0; i < mca_btl_devmem_component.num_modules; i++) {
+        devmem_modules += NULL != mca_btl_devmem_component.modules[i]->dev;
+    }
+    if (NULL != k && NULL != k->emul) {
+        devmem_emul_get_stats(k->emul, &es); /* what only the emulation can see */
+    }
     opal_output(0,
                 "btl_devmem stats: rank=%u tx_host=%" PRIu64 " rx_host=%" PRIu64
                 " tx_frags=%" PRIu64 " rx_frags=%" PRIu64 " get_host=%" PRIu64
                 " put_host=%" PRIu64 " conn_made=%" PRIu64 " conn_refused=%" PRIu64
                 " conn_failed=%" PRIu64 " proto_errors=%" PRIu64 " writev_calls=%" PRIu64
-                " recv_calls=%" PRIu64,
+                " recv_calls=%" PRIu64 " devmem_modules=%d tx_devmem=%" PRIu64
+                " rx_dmabuf=%" PRIu64 " rx_linear=%" PRIu64 " tokens_received=%" PRIu64
+                " tokens_returned=%" PRIu64 " dontneed_calls=%" PRIu64 " fallbacks=%" PRIu64
+                " devflows=%" PRIu64 " devflow_gets=%" PRIu64 " rx_pool_full=%" PRIu64
+                " emul_pool_limited=%" PRIu64,
                 (unsigned) me->proc_name.vpid, s->tx_host, s->rx_host, s->tx_frags, s->rx_frags,
                 s->get_host, s->put_host, s->conn_made, s->conn_refused, s->conn_failed,
-                s->proto_errors, s->writev_calls, s->recv_calls);
+                s->proto_errors, s->writev_calls, s->recv_calls, devmem_modules, s->tx_devmem,
+                s->rx_dmabuf, s->rx_linear, s->tokens_received, s->tokens_returned,
+                s->dontneed_calls, s->fallbacks, s->devflows, s->devflow_gets,
+                s->rx_pool_full, es.recv_pool_limited);
 }
 
 /* ---------------------------------------------------------------- accepting */
@@ -401,6 +483,7 @@ static int publish_modex(void)
             .flags = m->itf.loopback ? MCA_BTL_DEVMEM_ADDR_LOOPBACK : 0,
             .module = m->index,
             .link = m->link,
+            .devflow_port = NULL != m->dev ? htons(m->dev->listen_port) : 0,
         };
         memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
     }
@@ -457,6 +540,8 @@ static int create_modules(void)
             m->listen_fd = -1;
             m->listen_event_added = false;
             m->error_cb = NULL;
+            m->dev = NULL;
+            m->dev_reason[0] = '\0';
             /* each extra link shares the interface: split its bandwidth */
             m->super.btl_bandwidth = mca_btl_devmem_module_template.super.btl_bandwidth / links;
             m->super.btl_latency = mca_btl_devmem_module_template.super.btl_latency * links;
@@ -490,6 +575,7 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
     rc = mca_btl_devmem_frag_lists_init(mca_btl_devmem_module_template.super.btl_eager_limit,
                                         mca_btl_devmem_module_template.super.btl_max_send_size);
     if (OPAL_SUCCESS != rc || OPAL_SUCCESS != (rc = create_modules())
+        || OPAL_SUCCESS != (rc = mca_btl_devmem_dev_init())
         || OPAL_SUCCESS != (rc = publish_modex())) {
         goto fail;
     }

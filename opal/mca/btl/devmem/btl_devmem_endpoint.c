@@ -33,8 +33,8 @@
 #include "opal/util/proc.h"
 
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_devflow.h"
 
-#define SEND_IOV_MAX 64
 
 static void recv_cb(int sd, short flags, void *arg);
 static void send_cb(int sd, short flags, void *arg);
@@ -60,10 +60,12 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->in_recv = false;
     ep->next_get_id = 1;
     ep->reply_got = 0;
+    ep->devflow = NULL;
 }
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
+    mca_btl_devmem_devflow_free(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
     }
@@ -240,9 +242,30 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
     opal_output(0, "%s", msg);
     complete_list(ep, &doomed, OPAL_ERR_UNREACH);
     OBJ_DESTRUCT(&doomed);
+    mca_btl_devmem_devflow_close(ep, false);
     if (NULL != ep->module->error_cb) {
         ep->module->error_cb(&ep->module->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->peer->proc, msg);
     }
+}
+
+void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
+{
+    ep_fail(ep, why, err);
+}
+
+void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what)
+{
+    char why[256];
+
+    mca_btl_devmem_component.stats.proto_errors++;
+    snprintf(why, sizeof(why), "protocol error (%s); connection closed", what);
+    ep_fail(ep, why, 0);
+}
+
+void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
+                                      mca_btl_devmem_frag_t *frag, int status)
+{
+    complete_frag(ep, frag, status);
 }
 
 static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
@@ -267,63 +290,12 @@ static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
 static int send_progress_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *done)
 {
     bool blocked = false;
+    int rc = mca_btl_devmem_frag_queue_write(ep->sd, &ep->send_queue, done, &blocked);
 
-    while (!opal_list_is_empty(&ep->send_queue)) {
-        struct iovec iov[SEND_IOV_MAX];
-        struct msghdr msg = {0};
-        size_t want = 0, left;
-        int cnt = 0;
-        ssize_t n;
-
-        mca_btl_devmem_frag_t *frag;
-        OPAL_LIST_FOREACH (frag, &ep->send_queue, mca_btl_devmem_frag_t) {
-            for (int i = frag->iov_idx; i < frag->iov_cnt && cnt < SEND_IOV_MAX; i++) {
-                iov[cnt++] = frag->iov[i];
-                want += frag->iov[i].iov_len;
-            }
-            if (cnt == SEND_IOV_MAX) {
-                break;
-            }
-        }
-        msg.msg_iov = iov;
-        msg.msg_iovlen = cnt;
-        n = sendmsg(ep->sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        mca_btl_devmem_component.stats.writev_calls++;
-        if (n < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            if (EAGAIN == errno || EWOULDBLOCK == errno) {
-                blocked = true;
-                break;
-            }
-            return -errno;
-        }
-        left = (size_t) n;
-        while (!opal_list_is_empty(&ep->send_queue)) {
-            mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(
-                &ep->send_queue);
-            while (frag->iov_idx < frag->iov_cnt && left >= frag->iov[frag->iov_idx].iov_len) {
-                left -= frag->iov[frag->iov_idx].iov_len;
-                frag->iov_idx++;
-            }
-            if (frag->iov_idx < frag->iov_cnt) {
-                frag->iov[frag->iov_idx].iov_base = (char *) frag->iov[frag->iov_idx].iov_base
-                                                    + left;
-                frag->iov[frag->iov_idx].iov_len -= left;
-                left = 0;
-                break;
-            }
-            opal_list_remove_first(&ep->send_queue);
-            opal_list_append(done, &frag->base.super.super);
-        }
-        if ((size_t) n < want) {
-            blocked = true;
-            break;
-        }
+    if (0 == rc) {
+        send_event_set(ep, blocked);
     }
-    send_event_set(ep, blocked);
-    return 0;
+    return rc;
 }
 
 /* Flush the queue now (connected endpoints only) and complete what was written. */
@@ -617,7 +589,9 @@ static void read_reply(mca_btl_devmem_endpoint_t *ep)
     OBJ_DESTRUCT(&done);
     if (rc < 0) {
         ep_fail(ep, "cannot start the connection", -rc);
+        return;
     }
+    mca_btl_devmem_devflow_start(ep);
 }
 
 int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
@@ -673,6 +647,7 @@ int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
         ep_fail(ep, "cannot start the connection", -rc);
         return rc;
     }
+    mca_btl_devmem_devflow_start(ep);
     return status;
 }
 
@@ -807,9 +782,14 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         mca_btl_devmem_component.stats.rx_host += h->size;
         break;
     case MCA_BTL_DEVMEM_HDR_GET_REQ:
-        if (answer_get(ep, h) < 0) {
+        if (h->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) {
+            (void) mca_btl_devmem_devflow_answer(ep, h);
+        } else if (answer_get(ep, h) < 0) {
             ep_fail(ep, "out of memory answering a get", ENOMEM);
         }
+        break;
+    case MCA_BTL_DEVMEM_HDR_DEVFLOW:
+        (void) mca_btl_devmem_devflow_claim(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
         get = ep->rget;
@@ -1043,6 +1023,7 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
     socket_close(ep);
     opal_list_join(&leftover, opal_list_get_end(&leftover), &ep->send_queue);
     OPAL_THREAD_UNLOCK(&ep->lock);
+    mca_btl_devmem_devflow_close(ep, true);
     /* written frags complete normally; anything never written fails quietly (finalize) */
     while (!opal_list_is_empty(&leftover)) {
         mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_remove_first(&leftover);

@@ -60,6 +60,8 @@ struct mca_btl_base_endpoint_t {
     opal_list_t pending_gets;
     uint64_t next_get_id;
 
+    /* device flows to and from this peer (btl_devmem_devflow.c), NULL until used */
+    struct mca_btl_devmem_devflow *devflow;
     /* handshake reply accumulation (connector side) */
     struct mca_btl_devmem_hello reply;
     size_t reply_got;
@@ -83,6 +85,17 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
  */
 int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
                                    const struct mca_btl_devmem_hello *hello);
+
+/* The peer is gone or misbehaved: fail everything queued for it (device flows too) and
+ * tell the PML. why: what happened; err: an errno or 0. */
+void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err);
+
+/* The peer broke the protocol outside a fragment header (device flows): count, then fail. */
+void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what);
+
+/* A fragment is done (written, or a get filled): run its completion. */
+void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
+                                      mca_btl_devmem_frag_t *frag, int status);
 
 /* Orderly shutdown: send FIN, flush what we can, close. */
 void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);

@@ -6,6 +6,9 @@
 
 #include "btl_devmem_frag.h"
 
+#include <errno.h>
+#include <sys/socket.h>
+
 static void frag_construct(mca_btl_devmem_frag_t *frag)
 {
     frag->base.des_segments = frag->segments;
@@ -131,4 +134,69 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
     frag->iov_idx = 0;
     frag->payload = total;
     frag->hdr.size = total;
+}
+
+/* iovecs per sendmsg: enough to batch many small frames, far below UIO_MAXIOV */
+#define QUEUE_WRITE_IOV_MAX 64
+
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
+                                    bool *blocked)
+{
+    *blocked = false;
+
+    while (!opal_list_is_empty(queue)) {
+        struct iovec iov[QUEUE_WRITE_IOV_MAX];
+        struct msghdr msg = {0};
+        size_t want = 0, left;
+        int cnt = 0;
+        ssize_t n;
+
+        mca_btl_devmem_frag_t *frag;
+        OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
+            for (int i = frag->iov_idx; i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX; i++) {
+                iov[cnt++] = frag->iov[i];
+                want += frag->iov[i].iov_len;
+            }
+            if (cnt == QUEUE_WRITE_IOV_MAX) {
+                break;
+            }
+        }
+        msg.msg_iov = iov;
+        msg.msg_iovlen = cnt;
+        n = sendmsg(sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        mca_btl_devmem_component.stats.writev_calls++;
+        if (n < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            if (EAGAIN == errno || EWOULDBLOCK == errno) {
+                *blocked = true;
+                break;
+            }
+            return -errno;
+        }
+        left = (size_t) n;
+        while (!opal_list_is_empty(queue)) {
+            mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(
+                queue);
+            while (frag->iov_idx < frag->iov_cnt && left >= frag->iov[frag->iov_idx].iov_len) {
+                left -= frag->iov[frag->iov_idx].iov_len;
+                frag->iov_idx++;
+            }
+            if (frag->iov_idx < frag->iov_cnt) {
+                frag->iov[frag->iov_idx].iov_base = (char *) frag->iov[frag->iov_idx].iov_base
+                                                    + left;
+                frag->iov[frag->iov_idx].iov_len -= left;
+                left = 0;
+                break;
+            }
+            opal_list_remove_first(queue);
+            opal_list_append(done, &frag->base.super.super);
+        }
+        if ((size_t) n < want) {
+            *blocked = true;
+            break;
+        }
+    }
+    return 0;
 }

@@ -56,6 +56,11 @@ void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 
+/* Write as much of queue (frags, in wire order) to sd as it takes, in batched sendmsg calls.
+ * Fully written frags move to done; *blocked says the socket is full. 0 or -errno. */
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
+                                    bool *blocked);
+
 /* Payload space of a fragment taken with mca_btl_devmem_frag_alloc. */
 static inline void *mca_btl_devmem_frag_data(mca_btl_devmem_frag_t *frag)
 {

@@ -10,6 +10,8 @@
 #include "opal/util/proc.h"
 
 #include "btl_devmem.h"
+#include "btl_devmem_dev.h"
+#include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
@@ -327,7 +329,14 @@ static int btl_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *e
     /* registered before the request leaves, so the answer always finds it */
     OPAL_THREAD_LOCK(&ep->lock);
     get->hdr.id = req->hdr.id = ep->next_get_id++;
-    opal_list_append(&ep->pending_gets, &get->base.super.super);
+    if (mca_btl_devmem_devflow_get(ep, get)) {
+        req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+    } else {
+        opal_list_append(&ep->pending_gets, &get->base.super.super);
+        if (NULL != ep->module->dev) {
+            mca_btl_devmem_component.stats.fallbacks++;
+        }
+    }
     OPAL_THREAD_UNLOCK(&ep->lock);
 
     rc = mca_btl_devmem_endpoint_send(ep, req);
@@ -346,9 +355,11 @@ static void btl_dump(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     opal_output(0, "btl:devmem: module %u on %s port %u", m->index, m->itf.name,
                 (unsigned) m->listen_port);
     if (NULL != ep) {
-        opal_output(0, "btl:devmem:   peer %s: %s, %zu queued, %zu gets pending",
+        opal_output(0, "btl:devmem:   peer %s: %s, %zu queued, %zu gets pending, %zu bytes "
+                    "owed on the device flow",
                     OPAL_NAME_PRINT(ep->peer->name), mca_btl_devmem_endpoint_state_str(ep->state),
-                    opal_list_get_size(&ep->send_queue), opal_list_get_size(&ep->pending_gets));
+                    opal_list_get_size(&ep->send_queue), opal_list_get_size(&ep->pending_gets),
+                    mca_btl_devmem_devflow_pending(ep));
     }
 }
 

@@ -1,0 +1,549 @@
+/*
+ * Setting up (and undoing) each module's device path; see btl_devmem_dev.h.
+ *
+ * Real kernel, per module: pick an RX queue (the last ones, one per local rank, away from
+ * RSS's low queues), check that RSS keeps other flows off it, allocate the RX pool from a
+ * dmabuf provider, bind it to the queue, open the device-flow listen socket and steer its
+ * port to the queue with an ntuple rule. Every step that fails names itself and quotes the
+ * kernel. Emulated: the pool is host memory, the binding and the steering rule are the
+ * emulation's, and the same listen socket and device flows follow.
+ */
+#include "opal_config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#include "btl_devmem_dev.h"
+#include "btl_devmem_devflow.h"
+
+#include "devmem/netlink.h"
+#include "devmem/nic.h"
+
+/* Most dmabuf frags one receive may report (the kernel has no limit beyond the control
+ * buffer; 1024 is UIO_MAXIOV and keeps the control buffer at 40 KiB). */
+#define DEV_RX_MAX_FRAGS 1024
+
+static struct {
+    enum mca_btl_devmem_mode mode;
+    struct devmem_kernel *k;
+    struct devmem_rx_batch batch;
+    size_t batch_cap;
+    bool batch_ready;
+    bool enabled;
+} dev_state;
+
+/* A reason, cut to the buffer: long kernel texts may lose their tail, never the process. */
+static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void) vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+}
+
+const char *mca_btl_devmem_mode_name(enum mca_btl_devmem_mode mode)
+{
+    switch (mode) {
+    case MCA_BTL_DEVMEM_MODE_OFF: return "off";
+    case MCA_BTL_DEVMEM_MODE_AUTO: return "auto";
+    case MCA_BTL_DEVMEM_MODE_REQUIRE: return "require";
+    }
+    return "?";
+}
+
+static int parse_mode(const char *s, enum mca_btl_devmem_mode *mode)
+{
+    static const enum mca_btl_devmem_mode all[] = {
+        MCA_BTL_DEVMEM_MODE_OFF, MCA_BTL_DEVMEM_MODE_AUTO, MCA_BTL_DEVMEM_MODE_REQUIRE};
+
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (NULL != s && 0 == strcasecmp(s, mca_btl_devmem_mode_name(all[i]))) {
+            *mode = all[i];
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+struct devmem_kernel *mca_btl_devmem_dev_kernel(void)
+{
+    return dev_state.k;
+}
+
+struct devmem_rx_batch *mca_btl_devmem_dev_batch(size_t *cap)
+{
+    *cap = dev_state.batch_cap;
+    return dev_state.batch_ready ? &dev_state.batch : NULL;
+}
+
+bool mca_btl_devmem_dev_enabled(void)
+{
+    return dev_state.enabled;
+}
+
+struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+        if (NULL != d && d->rx_id == id) {
+            return &d->pool;
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the listen socket */
+
+static void listen_cb(int lsd, short flags, void *arg)
+{
+    struct mca_btl_devmem_dev *d = arg;
+
+    for (;;) {
+        struct sockaddr_in from;
+        socklen_t len = sizeof(from);
+        int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (sd < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            if (EAGAIN != errno && EWOULDBLOCK != errno) {
+                DEVMEM_VERBOSE(5, "accept on the device-flow port of %s: %s",
+                               d->module->itf.name, strerror(errno));
+            }
+            return;
+        }
+        mca_btl_devmem_devflow_accepted(d, sd, &from);
+    }
+}
+
+static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
+{
+    struct sockaddr_in sa = {0};
+    socklen_t salen = sizeof(sa);
+    int sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (sd < 0) {
+        say(why, len, "device-flow socket: %s", strerror(errno));
+        return -errno;
+    }
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = d->module->itf.addr;
+    if (0 != bind(sd, (struct sockaddr *) &sa, sizeof(sa)) || 0 != listen(sd, SOMAXCONN)
+        || 0 != getsockname(sd, (struct sockaddr *) &sa, &salen)) {
+        int err = errno;
+        say(why, len, "device-flow listen socket: %s", strerror(err));
+        close(sd);
+        return -err;
+    }
+    d->listen_fd = sd;
+    d->listen_port = ntohs(sa.sin_port);
+    opal_event_set(opal_sync_event_base, &d->listen_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
+                   listen_cb, d);
+    opal_event_add(&d->listen_event, 0);
+    d->listen_event_added = true;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the RX pool */
+
+/* Allocate the pool from the configured provider; "auto" tries the dmabuf exporters in
+ * order (real) or takes host memory (emulated). why lists every provider's reason. */
+static int pool_alloc(struct mca_btl_devmem_dev *d, bool real, char *why, size_t len)
+{
+    static const char *const exporters[] = {"cuda", "udmabuf", "drm"};
+    const char *want = mca_btl_devmem_component.rx_provider;
+    const char *const *names = exporters;
+    const char *one[1];
+    size_t n = sizeof(exporters) / sizeof(exporters[0]), used = 0;
+
+    if (NULL != want && 0 != strcasecmp(want, "auto")) {
+        one[0] = want;
+        names = one;
+        n = 1;
+    } else if (!real) {
+        one[0] = "host";
+        names = one;
+        n = 1;
+    }
+    why[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const struct devmem_provider *p = devmem_provider_find(names[i]);
+        struct devmem_err e;
+        int rc;
+
+        devmem_err_clear(&e);
+        if (NULL == p) {
+            rc = devmem_err_set(&e, EINVAL, "no provider called \"%s\" (cuda, udmabuf, drm, "
+                                "host)", names[i]);
+        } else if (0 == (rc = p->probe(&e))
+                   && 0 == (rc = devmem_region_alloc(&d->pool, p,
+                                                     mca_btl_devmem_component.rx_pool_size, 0,
+                                                     &e))) {
+            if (!real || d->pool.dmabuf_fd >= 0) {
+                return 0;
+            }
+            devmem_region_release(&d->pool);
+            rc = devmem_err_set(&e, EINVAL, "%s memory has no dmabuf for the real kernel",
+                                names[i]);
+        }
+        int w = snprintf(why + used, len - used, "%s%s", used ? "; " : "", e.msg);
+        if (w > 0 && (size_t) w < len - used) {
+            used += (size_t) w;
+        }
+        (void) rc;
+    }
+    return -ENODEV;
+}
+
+/* ---------------------------------------------------------------- real kernel */
+
+/* Ask the kernel whether this NIC can take a devmem binding at all, binding nothing: bind-rx
+ * with a memfd in place of the dmabuf. A NIC without devmem support refuses before it looks
+ * at the fd (netdev_nl_bind_rx_doit checks the device first); a capable one fails on the fd
+ * (dma_buf_get: EINVAL) and nothing is bound. Returns 0 when the NIC passed. */
+static int probe_nic(const struct mca_btl_devmem_if *itf, unsigned int queue, char *why,
+                     size_t len)
+{
+    struct devmem_region stand_in = {.dmabuf_fd = -1, .priv_fd = -1};
+    struct devmem_bind_req req = {itf->ifindex, &queue, 1, &stand_in};
+    struct devmem_err e;
+    uint32_t id = 0;
+    int rc = 0;
+
+    stand_in.dmabuf_fd = memfd_create("btl-devmem-probe", MFD_CLOEXEC);
+    if (stand_in.dmabuf_fd < 0 || 0 != ftruncate(stand_in.dmabuf_fd, 1 << 20)) {
+        say(why, len, "memfd for the bind-rx probe: %s", strerror(errno));
+        rc = -errno;
+    } else if (0 == dev_state.k->ops->bind_rx(dev_state.k, &req, &id, &e)) {
+        (void) dev_state.k->ops->unbind(dev_state.k, id, NULL); /* a memfd: cannot happen */
+    } else if (EINVAL != e.code && EBADF != e.code) {
+        say(why, len, "the kernel refuses bind-rx on %s (RX queue %u): %s", itf->name, queue,
+            e.msg);
+        rc = -e.code;
+    }
+    if (stand_in.dmabuf_fd >= 0) {
+        close(stand_in.dmabuf_fd);
+    }
+    return rc;
+}
+
+/* The queue this rank binds: the configured one, or the last RX queue minus the local rank,
+ * so that ranks sharing a NIC take distinct queues and RSS keeps the low ones. */
+static int pick_queue(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
+                      unsigned int *queue, char *why, size_t len)
+{
+    int local = opal_process_info.my_local_rank > 0 ? opal_process_info.my_local_rank : 0;
+
+    if (mca_btl_devmem_component.rx_queue >= 0) {
+        *queue = (unsigned int) mca_btl_devmem_component.rx_queue;
+        if (*queue >= n_rx) {
+            say(why, len, "btl_devmem_rx_queue %u does not exist: %s has %u RX queues", *queue,
+                itf->name, n_rx);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if ((int) n_rx - 1 - local < 1) {
+        say(why, len, "%s has %u RX queue(s): none left for local rank %d once queue 0 stays "
+            "with RSS (set btl_devmem_rx_queue, or add channels: ethtool -L)", itf->name, n_rx,
+            local);
+        return -ENOSPC;
+    }
+    *queue = n_rx - 1 - (unsigned int) local;
+    return 0;
+}
+
+/* Flows not meant for device memory must not hash onto the devmem queue: they would land
+ * in a dmabuf and their readers would get EFAULT. */
+static int check_rss(const struct mca_btl_devmem_if *itf, unsigned int queue, char *why,
+                     size_t len)
+{
+    struct devmem_nic_rss rss;
+    struct devmem_err e;
+
+    if (0 != devmem_nic_get_rss(itf->name, &rss, &e)) {
+        say(why, len, "cannot read the RSS table of %s to keep other flows off RX queue %u: %s",
+            itf->name, queue, e.msg);
+        return -EIO;
+    }
+    if (rss.spread > queue) {
+        say(why, len, "RSS on %s spreads flows over queues 0..%u, which includes devmem RX "
+            "queue %u; restrict it first (ethtool -X %s equal %u)", itf->name, rss.spread - 1,
+            queue, itf->name, queue);
+        return -EBUSY;
+    }
+    return 0;
+}
+
+static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
+{
+    const struct mca_btl_devmem_if *itf = &d->module->itf;
+    struct devmem_nl *nl = NULL;
+    struct devmem_nl_queues *qs = calloc(1, sizeof(*qs));
+    struct devmem_err e;
+    unsigned int n_rx = 0;
+    char pool_why[200];
+    int rc;
+
+    if (NULL == qs) {
+        say(why, len, "out of memory");
+        return -ENOMEM;
+    }
+    rc = devmem_nl_open(&nl, &e);
+    if (0 == rc && 0 != (rc = devmem_nl_queue_get(nl, itf->ifindex, qs, &e))) {
+        say(why, len, "cannot list the RX queues of %s: %s", itf->name, e.msg);
+    } else if (0 != rc) {
+        say(why, len, "%s", e.msg);
+    }
+    n_rx = qs->n_rx;
+    devmem_nl_close(nl);
+    free(qs);
+    if (0 != rc) {
+        return rc;
+    }
+    /* the kernel's verdict on the NIC first: it is the reason that matters most */
+    if (0 != (rc = probe_nic(itf, n_rx > 0 ? n_rx - 1 : 0, why, len))) {
+        return rc;
+    }
+    if (0 != pool_alloc(d, true, pool_why, sizeof(pool_why))) {
+        say(why, len, "no dmabuf exporter for the RX pool: %s", pool_why);
+        return -ENODEV;
+    }
+    if (0 != (rc = pick_queue(itf, n_rx, &d->rx_queue, why, len))
+        || 0 != (rc = check_rss(itf, d->rx_queue, why, len))) {
+        return rc;
+    }
+    {
+        struct devmem_bind_req req = {itf->ifindex, &d->rx_queue, 1, &d->pool};
+        rc = dev_state.k->ops->bind_rx(dev_state.k, &req, &d->rx_id, &e);
+    }
+    if (0 != rc) {
+        say(why, len, "the kernel refuses bind-rx on %s (RX queue %u): %s", itf->name,
+            d->rx_queue, e.msg);
+        return rc;
+    }
+    if (0 != (rc = open_listener(d, why, len))) {
+        return rc;
+    }
+    {
+        struct devmem_nic_flow flow = {.family = AF_INET, .dst_port = d->listen_port,
+                                       .queue = d->rx_queue};
+        uint32_t rule = 0;
+
+        flow.dst.v4.s_addr = itf->addr;
+        rc = devmem_nic_flow_add(itf->name, &flow, &rule, &e);
+        if (0 != rc) {
+            say(why, len, "cannot steer port %u to RX queue %u on %s: %s (needs CAP_NET_ADMIN "
+                "and ntuple filters: ethtool -K %s ntuple on)", (unsigned) d->listen_port,
+                d->rx_queue, itf->name, e.msg, itf->name);
+            return rc;
+        }
+        d->steer_rule = (int) rule;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- emulated kernel */
+
+static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
+{
+    struct devmem_bind_req req = {d->module->itf.ifindex, NULL, 0, &d->pool};
+    struct devmem_err e;
+    int rc;
+
+    if (0 != (rc = pool_alloc(d, false, why, len))) {
+        return rc;
+    }
+    rc = dev_state.k->ops->bind_rx(dev_state.k, &req, &d->rx_id, &e);
+    if (0 != rc) {
+        say(why, len, "emulated bind-rx: %s", e.msg);
+        return rc;
+    }
+    if (0 != (rc = open_listener(d, why, len))) {
+        return rc;
+    }
+    rc = dev_state.k->ops->steer(dev_state.k, d->listen_port, d->rx_id, &e);
+    if (0 != rc) {
+        say(why, len, "emulated steering: %s", e.msg);
+        return rc;
+    }
+    d->steered = true;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- per module */
+
+static void dev_release(struct mca_btl_devmem_dev *d)
+{
+    struct devmem_err e;
+
+    if (d->listen_event_added) {
+        opal_event_del(&d->listen_event);
+    }
+    if (d->listen_fd >= 0) {
+        close(d->listen_fd);
+    }
+    if (d->steered) {
+        (void) dev_state.k->ops->steer(dev_state.k, d->listen_port, 0, NULL);
+    }
+    if (d->steer_rule >= 0 && 0 != devmem_nic_flow_del(d->module->itf.name,
+                                                       (uint32_t) d->steer_rule, &e)) {
+        opal_output(0, "btl:devmem: could not remove steering rule %d on %s: %s",
+                    d->steer_rule, d->module->itf.name, e.msg);
+    }
+    if (0 != d->rx_id) {
+        (void) dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL);
+    }
+    devmem_region_release(&d->pool);
+    free(d);
+}
+
+static int dev_setup(mca_btl_devmem_module_t *m)
+{
+    struct mca_btl_devmem_dev *d = calloc(1, sizeof(*d));
+    int rc;
+
+    if (NULL == d) {
+        snprintf(m->dev_reason, sizeof(m->dev_reason), "out of memory");
+        return -ENOMEM;
+    }
+    d->module = m;
+    d->listen_fd = -1;
+    d->steer_rule = -1;
+    d->pool.dmabuf_fd = -1;
+    d->pool.priv_fd = -1;
+    rc = DEVMEM_KERNEL_REAL == dev_state.k->kind
+             ? setup_real(d, m->dev_reason, sizeof(m->dev_reason))
+             : setup_emulated(d, m->dev_reason, sizeof(m->dev_reason));
+    if (0 != rc) {
+        dev_release(d);
+        return rc;
+    }
+    m->dev = d;
+    m->dev_reason[0] = '\0';
+    return 0;
+}
+
+/* Render a help topic here and print it on this process's stderr. Open MPI 4.1's
+ * forwarding of show_help to mpirun loses long messages sent during MPI_Init ("Data unpack
+ * would read past end of buffer"), and these are the ones a user must see. */
+static void show_help_local(const char *topic, ...)
+{
+    char *text;
+    va_list ap;
+
+    va_start(ap, topic);
+    text = opal_show_help_vstring("help-mpi-btl-devmem.txt", topic, true, ap);
+    va_end(ap);
+    opal_output(0, "%s", NULL != text ? text : topic);
+    free(text);
+}
+
+int mca_btl_devmem_dev_init(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    enum devmem_kernel_kind kind;
+    struct devmem_emul_config cfg;
+    struct devmem_err e;
+    char reasons[1024] = "";
+    size_t used = 0;
+    int rc, on = 0;
+
+    memset(&dev_state, 0, sizeof(dev_state));
+    if (0 != parse_mode(c->mode, &dev_state.mode)) {
+        show_help_local("bad devmem param", "btl_devmem_mode", c->mode, "auto, require or off");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (0 != devmem_kernel_kind_parse(c->kernel, &kind, &e)) {
+        show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel, "real or emulated");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    for (int i = 0; i < c->num_modules; i++) {
+        snprintf(c->modules[i]->dev_reason, sizeof(c->modules[i]->dev_reason),
+                 "btl_devmem_mode is off");
+    }
+    if (MCA_BTL_DEVMEM_MODE_OFF == dev_state.mode) {
+        DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
+        return OPAL_SUCCESS;
+    }
+    devmem_emul_config_default(&cfg);
+    cfg.seed = c->emul_seed > 0 ? (uint64_t) c->emul_seed
+                                : 1 + (uint64_t) opal_proc_local_get()->proc_name.vpid;
+    cfg.linear_pct = c->emul_linear_pct < 0 ? 0 : c->emul_linear_pct > 100 ? 100
+                                                                           : c->emul_linear_pct;
+    rc = devmem_kernel_open(&dev_state.k, kind, &cfg, &e);
+    if (0 == rc) {
+        rc = devmem_rx_batch_init(&dev_state.batch, c->rx_batch > 0 ? (size_t) c->rx_batch
+                                                                    : 1u << 20,
+                                  DEV_RX_MAX_FRAGS, &e);
+        dev_state.batch_ready = 0 == rc;
+        dev_state.batch_cap = dev_state.batch.len;
+    }
+    dev_state.enabled = true;
+    for (int i = 0; i < c->num_modules; i++) {
+        mca_btl_devmem_module_t *m = c->modules[i];
+
+        if (0 != rc) {
+            snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", e.msg);
+        } else if (0 == dev_setup(m)) {
+            on++;
+            DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding %u, "
+                           "device flows on port %u", m->itf.name, dev_state.k->ops->name,
+                           m->dev->pool.size >> 10, m->dev->pool.provider->name, m->dev->rx_id,
+                           (unsigned) m->dev->listen_port);
+            continue;
+        }
+        DEVMEM_VERBOSE(1, "device path off on %s (%s kernel): %s; using host TCP there",
+                       m->itf.name, devmem_kernel_kind_name(kind), m->dev_reason);
+        int w = snprintf(reasons + used, sizeof(reasons) - used, "  %s: %s\n", m->itf.name,
+                         m->dev_reason);
+        if (w > 0 && (size_t) w < sizeof(reasons) - used) {
+            used += (size_t) w;
+        }
+    }
+    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on < c->num_modules) {
+        show_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
+        mca_btl_devmem_dev_fini();
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    if (0 == on) {
+        mca_btl_devmem_dev_fini();
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_devmem_dev_fini(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        if (NULL != c->modules[i]->dev) {
+            dev_release(c->modules[i]->dev);
+            c->modules[i]->dev = NULL;
+        }
+    }
+    if (dev_state.batch_ready) {
+        devmem_rx_batch_fini(&dev_state.batch);
+        dev_state.batch_ready = false;
+    }
+    if (NULL != dev_state.k) {
+        devmem_kernel_close(dev_state.k);
+        dev_state.k = NULL;
+    }
+}

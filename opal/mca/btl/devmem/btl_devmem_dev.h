@@ -1,0 +1,70 @@
+/*
+ * The device path of each module: which kernel interface serves it (real or emulated), the
+ * RX pool and its binding, the device-flow listen socket whose port is the steering key,
+ * and the decision, with its reason, whether the module uses devmem at all
+ * (btl_devmem_mode = auto | require | off).
+ *
+ * A module without a device path (dev == NULL) is a plain TCP module; peers then never
+ * learn a device-flow port from it and send it nothing but host-path fragments.
+ */
+#ifndef MCA_BTL_DEVMEM_DEV_H
+#define MCA_BTL_DEVMEM_DEV_H
+
+#include "btl_devmem.h"
+
+#include "devmem/kernel.h"
+
+BEGIN_C_DECLS
+
+enum mca_btl_devmem_mode {
+    MCA_BTL_DEVMEM_MODE_OFF,
+    MCA_BTL_DEVMEM_MODE_AUTO,
+    MCA_BTL_DEVMEM_MODE_REQUIRE,
+};
+
+/* One module's device path. */
+struct mca_btl_devmem_dev {
+    mca_btl_devmem_module_t *module;
+    struct devmem_region pool;  /* where received payload lands */
+    uint32_t rx_id;             /* its RX binding */
+    unsigned int rx_queue;      /* real: the bound RX queue */
+    int steer_rule;             /* real: ethtool rule id for the listen port, -1 when none */
+    bool steered;               /* emulated: the listen port is steered to rx_id */
+    int listen_fd;              /* device-flow connections arrive here */
+    uint16_t listen_port;       /* host byte order; the steering key */
+    opal_event_t listen_event;
+    bool listen_event_added;
+};
+
+/*
+ * After the modules exist and before the modex is published: read btl_devmem_mode and
+ * btl_devmem_kernel, and give each module a device path where it works. auto: a module
+ * where it does not stays on the host path, with the reason at verbosity 1; require: any
+ * such module makes this fail with the reasons shown to the user. OPAL_SUCCESS or an error.
+ */
+int mca_btl_devmem_dev_init(void);
+
+/* Undo every module's device path. Call after every device flow is closed (their tokens
+ * point into the pools). */
+void mca_btl_devmem_dev_fini(void);
+
+/* The kernel interface in use; NULL when no module has a device path. */
+struct devmem_kernel *mca_btl_devmem_dev_kernel(void);
+
+/* The receive buffers shared by every device flow of the process (progress is serial);
+ * *cap is their size (a receive may set b->len lower). NULL when no module has a path. */
+struct devmem_rx_batch *mca_btl_devmem_dev_batch(size_t *cap);
+
+/* Whether this process takes part in device flows at all (btl_devmem_mode is not off):
+ * it then connects to the device-flow ports its peers publish, even where its own
+ * modules fell back to the host path. */
+bool mca_btl_devmem_dev_enabled(void);
+
+/* The pool that RX binding id lands in; NULL when it is none of ours. */
+struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id);
+
+const char *mca_btl_devmem_mode_name(enum mca_btl_devmem_mode mode);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_DEV_H */
