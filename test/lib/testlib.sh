@@ -304,3 +304,32 @@ devmem_expect_stat() {
         return 1
     fi
 }
+
+# devmem_expect_device_path FILE NP DMABUF: for every rank 0..NP-1 of the run in FILE, one
+# step: the device path was on (devmem_modules > 0), every token handed out came back
+# (tokens_received == tokens_returned), no protocol error, and when DMABUF is 1, payload
+# landed in the RX pool (rx_dmabuf > 0).
+devmem_expect_device_path() {
+    local file=$1 np=$2 want_dmabuf=$3 r mods dmabuf linear got back dn perr
+    for ((r = 0; r < np; r++)); do
+        if ! mods=$(devmem_stat "$file" "$r" devmem_modules) ||
+            ! dmabuf=$(devmem_stat "$file" "$r" rx_dmabuf) ||
+            ! linear=$(devmem_stat "$file" "$r" rx_linear) ||
+            ! got=$(devmem_stat "$file" "$r" tokens_received) ||
+            ! back=$(devmem_stat "$file" "$r" tokens_returned) ||
+            ! dn=$(devmem_stat "$file" "$r" dontneed_calls) ||
+            ! perr=$(devmem_stat "$file" "$r" proto_errors); then
+            devmem_step_fail "rank $r: no complete 'btl_devmem stats' line (device-path keys)"
+            continue
+        fi
+        local what="rank $r: devmem_modules=$mods rx_dmabuf=$dmabuf rx_linear=$linear"
+        what+=" tokens $got handed out / $back returned in $dn DONTNEED calls"
+        if [ "$mods" -gt 0 ] && [ "$got" -eq "$back" ] && [ "$perr" -eq 0 ] &&
+            { [ "$want_dmabuf" -eq 0 ] || [ "$dmabuf" -gt 0 ]; }; then
+            devmem_step_ok "$what"
+        else
+            devmem_step_fail "$what, proto_errors=$perr (want modules > 0, tokens balanced," \
+                "no protocol error$([ "$want_dmabuf" -eq 1 ] && echo ", rx_dmabuf > 0"))"
+        fi
+    done
+}

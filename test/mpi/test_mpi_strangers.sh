@@ -2,7 +2,10 @@
 # Strangers on our listen ports during a running, validated job: each connection that sends
 # nothing, garbage, a hello with the right magic but a wrong secret, or stays silent past
 # the handshake timeout must be dropped and counted (conn_refused), and the job must finish
-# with every byte correct. Loopback only.
+# with every byte correct. The job runs the device path through the emulated kernel, so the
+# device-flow ports get the same visitors: nothing on them is read before a control
+# connection names the connection, and unnamed ones are dropped at the handshake timeout.
+# Loopback only.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -15,6 +18,7 @@ trap cleanup EXIT
 
 # A long enough job: ping-pong over lo only, with the ports printed at verbosity 10.
 devmem_mpirun 120 -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_if_include lo \
+    --mca btl_devmem_kernel emulated --mca btl_devmem_mode require \
     --mca btl_devmem_verbose 10 --mca btl_devmem_stats 1 --mca btl_devmem_handshake_timeout 1 \
     "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 200 >"$out" 2>&1 &
 job=$!
@@ -31,6 +35,13 @@ if [ ${#ports[@]} -lt 2 ]; then
     devmem_finish
 fi
 devmem_step_ok "listen ports of the 2 ranks: ${ports[*]}"
+mapfile -t dports < <(sed -n 's/.*device path on lo: .* device flows on port \([0-9]*\)$/\1/p' "$out" | sort -u)
+if [ ${#dports[@]} -eq 2 ]; then
+    devmem_step_ok "device-flow ports of the 2 ranks: ${dports[*]}"
+    ports+=("${dports[@]}")
+else
+    devmem_step_fail "found the 2 ranks' device-flow ports in the verbose output (got ${#dports[@]})"
+fi
 
 strangers=0
 hello_wrong_secret() {
@@ -76,4 +87,7 @@ fi
 devmem_expect_line "$out" 'dropped a connection .*wrong job secret' "the wrong secret is named in the log"
 devmem_expect_line "$out" 'dropped a connection .*no hello before the handshake timeout' \
     "the silent stranger timed out"
+devmem_expect_line "$out" 'dropped a device-flow connection .*no control connection named it' \
+    "strangers on the device-flow ports were dropped unread"
+devmem_expect_device_path "$out" 2 1
 devmem_finish
