@@ -159,6 +159,9 @@ int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
 
 /* component helpers used by other files (btl_devmem_component.c) */
 void mca_btl_devmem_print_stats(void);
+/* A non-blocking listen socket on IPv4 addr (network order), port chosen by the kernel:
+ * control and device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
+int mca_btl_devmem_listen_socket(uint32_t addr, int *fd, uint16_t *port);
 
 END_C_DECLS
 

@@ -432,7 +432,7 @@ static void listen_cb(int lsd, short flags, void *arg)
 
 /* ---------------------------------------------------------------- init */
 
-static int create_listener(mca_btl_devmem_module_t *m)
+int mca_btl_devmem_listen_socket(uint32_t addr, int *fd, uint16_t *port)
 {
     struct sockaddr_in sa = {0};
     socklen_t len = sizeof(sa);
@@ -442,7 +442,7 @@ static int create_listener(mca_btl_devmem_module_t *m)
         return -errno;
     }
     sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = m->itf.addr;
+    sa.sin_addr.s_addr = addr;
     sa.sin_port = 0; /* the kernel picks; the modex tells the peers */
     if (0 != bind(sd, (struct sockaddr *) &sa, sizeof(sa)) || 0 != listen(sd, SOMAXCONN)
         || 0 != getsockname(sd, (struct sockaddr *) &sa, &len)) {
@@ -450,10 +450,20 @@ static int create_listener(mca_btl_devmem_module_t *m)
         close(sd);
         return -err;
     }
-    m->listen_fd = sd;
-    m->listen_port = ntohs(sa.sin_port);
-    opal_event_set(opal_sync_event_base, &m->listen_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                   listen_cb, m);
+    *fd = sd;
+    *port = ntohs(sa.sin_port);
+    return 0;
+}
+
+static int create_listener(mca_btl_devmem_module_t *m)
+{
+    int rc = mca_btl_devmem_listen_socket(m->itf.addr, &m->listen_fd, &m->listen_port);
+
+    if (0 != rc) {
+        return rc;
+    }
+    opal_event_set(opal_sync_event_base, &m->listen_event, m->listen_fd,
+                   OPAL_EV_READ | OPAL_EV_PERSIST, listen_cb, m);
     opal_event_add(&m->listen_event, 0);
     m->listen_event_added = true;
     return 0;

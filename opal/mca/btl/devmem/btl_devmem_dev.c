@@ -134,27 +134,14 @@ static void listen_cb(int lsd, short flags, void *arg)
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    struct sockaddr_in sa = {0};
-    socklen_t salen = sizeof(sa);
-    int sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc = mca_btl_devmem_listen_socket(d->module->itf.addr, &d->listen_fd, &d->listen_port);
 
-    if (sd < 0) {
-        say(why, len, "device-flow socket: %s", strerror(errno));
-        return -errno;
+    if (0 != rc) {
+        say(why, len, "device-flow listen socket: %s", strerror(-rc));
+        return rc;
     }
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = d->module->itf.addr;
-    if (0 != bind(sd, (struct sockaddr *) &sa, sizeof(sa)) || 0 != listen(sd, SOMAXCONN)
-        || 0 != getsockname(sd, (struct sockaddr *) &sa, &salen)) {
-        int err = errno;
-        say(why, len, "device-flow listen socket: %s", strerror(err));
-        close(sd);
-        return -err;
-    }
-    d->listen_fd = sd;
-    d->listen_port = ntohs(sa.sin_port);
-    opal_event_set(opal_sync_event_base, &d->listen_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                   listen_cb, d);
+    opal_event_set(opal_sync_event_base, &d->listen_event, d->listen_fd,
+                   OPAL_EV_READ | OPAL_EV_PERSIST, listen_cb, d);
     opal_event_add(&d->listen_event, 0);
     d->listen_event_added = true;
     return 0;

@@ -6,7 +6,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,16 +387,25 @@ size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep)
 static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                   opal_list_t *done, char *why, size_t len)
 {
+    /* the flow's own binding, looked up again only if the kernel names another */
+    struct devmem_region *flow_pool = &df->rx_dev->pool;
+    uint32_t flow_id = df->rx_dev->rx_id;
+
     for (size_t i = 0; i < b->nfrags; i++) {
         const struct devmem_frag *f = &b->frags[i];
         struct devmem_region *pool = NULL;
         size_t off = 0;
 
-        if (DEVMEM_FRAG_DMABUF == f->kind
-            && NULL == (pool = mca_btl_devmem_dev_pool(f->dmabuf_id))) {
-            snprintf(why, len, "the kernel reported a fragment in dmabuf %u, which is not ours",
-                     f->dmabuf_id);
-            return -1;
+        if (DEVMEM_FRAG_DMABUF == f->kind) {
+            if (f->dmabuf_id != flow_id) {
+                flow_pool = mca_btl_devmem_dev_pool(f->dmabuf_id);
+                flow_id = f->dmabuf_id;
+            }
+            if (NULL == (pool = flow_pool)) {
+                snprintf(why, len, "the kernel reported a fragment in dmabuf %u, which is not "
+                         "ours", f->dmabuf_id);
+                return -1;
+            }
         }
         while (off < f->len) {
             mca_btl_devmem_frag_t *get = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->gets);
@@ -521,6 +529,9 @@ static void rx_cb(int sd, short flags, void *arg)
             failed = EIO;
         }
         account(df);
+        if (0 == df->expected) {
+            break; /* nothing owed: EOF or stray bytes wake us again */
+        }
     }
     b->len = cap;
     b->ledger = NULL;
@@ -550,26 +561,16 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
         return;
     }
     if (df->tx_sd >= 0) {
-        for (int tries = 0; orderly && tries < 200 && !opal_list_is_empty(&df->tx_queue);
-             tries++) {
-            struct pollfd pfd = {.fd = df->tx_sd, .events = POLLOUT};
+        if (orderly) {
             opal_list_t done;
-            bool blocked = false;
-            int rc;
 
             OBJ_CONSTRUCT(&done, opal_list_t);
-            rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &df->tx_queue, &done, &blocked);
+            (void) mca_btl_devmem_frag_queue_drain(df->tx_sd, &df->tx_queue, &done);
             while (NULL != (item = opal_list_remove_first(&done))) {
                 mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item,
                                                  OPAL_SUCCESS);
             }
             OBJ_DESTRUCT(&done);
-            if (rc < 0) {
-                break;
-            }
-            if (blocked) {
-                (void) poll(&pfd, 1, 10);
-            }
         }
         tx_event_set(df, false);
         close(df->tx_sd);

@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -534,13 +533,36 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
     return 0;
 }
 
+/*
+ * Either side of the handshake succeeded: become connected, write what was queued while
+ * connecting, and open the device flow. Called with the lock held; returns with it dropped.
+ * 0, or -errno after the endpoint failed.
+ */
+static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
+{
+    opal_list_t done;
+    int rc = become_connected(ep, peer_frag_limit);
+
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    if (0 == rc) {
+        rc = send_progress_locked(ep, &done);
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    complete_list(ep, &done, OPAL_SUCCESS);
+    OBJ_DESTRUCT(&done);
+    if (rc < 0) {
+        ep_fail(ep, "cannot start the connection", -rc);
+        return rc;
+    }
+    mca_btl_devmem_devflow_start(ep);
+    return 0;
+}
+
 /* Read the acceptor's reply (connector side). */
 static void read_reply(mca_btl_devmem_endpoint_t *ep)
 {
     ssize_t n;
     enum mca_btl_devmem_check chk;
-    opal_list_t done;
-    int rc;
 
     OPAL_THREAD_LOCK(&ep->lock);
     n = recv(ep->sd, (char *) &ep->reply + ep->reply_got, sizeof(ep->reply) - ep->reply_got, 0);
@@ -579,19 +601,7 @@ static void read_reply(mca_btl_devmem_endpoint_t *ep)
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
-    rc = become_connected(ep, ep->reply.frag_limit);
-    OBJ_CONSTRUCT(&done, opal_list_t);
-    if (0 == rc) {
-        rc = send_progress_locked(ep, &done);
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    complete_list(ep, &done, OPAL_SUCCESS);
-    OBJ_DESTRUCT(&done);
-    if (rc < 0) {
-        ep_fail(ep, "cannot start the connection", -rc);
-        return;
-    }
-    mca_btl_devmem_devflow_start(ep);
+    (void) start_connected(ep, ep->reply.frag_limit);
 }
 
 int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
@@ -600,7 +610,6 @@ int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
     struct mca_btl_devmem_hello reply;
     const opal_proc_t *me = opal_proc_local_get();
     uint16_t status = MCA_BTL_DEVMEM_HELLO_ACCEPT;
-    opal_list_t done;
     int rc;
 
     OPAL_THREAD_LOCK(&ep->lock);
@@ -635,20 +644,8 @@ int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
         return rc < 0 ? rc : status;
     }
     events_attach(ep, sd);
-    rc = become_connected(ep, hello->frag_limit);
-    OBJ_CONSTRUCT(&done, opal_list_t);
-    if (0 == rc) {
-        rc = send_progress_locked(ep, &done);
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    complete_list(ep, &done, OPAL_SUCCESS);
-    OBJ_DESTRUCT(&done);
-    if (rc < 0) {
-        ep_fail(ep, "cannot start the connection", -rc);
-        return rc;
-    }
-    mca_btl_devmem_devflow_start(ep);
-    return status;
+    rc = start_connected(ep, hello->frag_limit);
+    return rc < 0 ? rc : status;
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -1001,22 +998,8 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
         fin->hdr.type = MCA_BTL_DEVMEM_HDR_FIN;
         mca_btl_devmem_frag_prepare_write(fin);
         opal_list_append(&ep->send_queue, &fin->base.super.super);
-        /* give the queue a bounded chance to drain: the peer reads it in its finalize */
-        for (int tries = 0; tries < 200 && !opal_list_is_empty(&ep->send_queue); tries++) {
-            struct pollfd pfd = {.fd = ep->sd, .events = POLLOUT};
-            opal_list_t done;
-            OBJ_CONSTRUCT(&done, opal_list_t);
-            if (send_progress_locked(ep, &done) < 0) {
-                opal_list_join(&leftover, opal_list_get_end(&leftover), &done);
-                OBJ_DESTRUCT(&done);
-                break;
-            }
-            opal_list_join(&leftover, opal_list_get_end(&leftover), &done);
-            OBJ_DESTRUCT(&done);
-            if (!opal_list_is_empty(&ep->send_queue)) {
-                (void) poll(&pfd, 1, 10);
-            }
-        }
+        /* the peer reads what is queued in its own finalize */
+        (void) mca_btl_devmem_frag_queue_drain(ep->sd, &ep->send_queue, &leftover);
         (void) shutdown(ep->sd, SHUT_WR);
     }
     ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;

@@ -7,6 +7,7 @@
 #include "btl_devmem_frag.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 static void frag_construct(mca_btl_devmem_frag_t *frag)
@@ -196,6 +197,23 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *don
         if ((size_t) n < want) {
             *blocked = true;
             break;
+        }
+    }
+    return 0;
+}
+
+int mca_btl_devmem_frag_queue_drain(int sd, opal_list_t *queue, opal_list_t *done)
+{
+    for (int tries = 0; tries < 200 && !opal_list_is_empty(queue); tries++) {
+        struct pollfd pfd = {.fd = sd, .events = POLLOUT};
+        bool blocked = false;
+        int rc = mca_btl_devmem_frag_queue_write(sd, queue, done, &blocked);
+
+        if (rc < 0) {
+            return rc;
+        }
+        if (blocked) {
+            (void) poll(&pfd, 1, 10);
         }
     }
     return 0;

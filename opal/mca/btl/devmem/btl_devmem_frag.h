@@ -61,6 +61,10 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
                                     bool *blocked);
 
+/* At finalize: give queue a bounded chance (about 2 s) to leave through sd, waiting for
+ * room between writes. Written frags move to done. 0, or -errno when sd failed. */
+int mca_btl_devmem_frag_queue_drain(int sd, opal_list_t *queue, opal_list_t *done);
+
 /* Payload space of a fragment taken with mca_btl_devmem_frag_alloc. */
 static inline void *mca_btl_devmem_frag_data(mca_btl_devmem_frag_t *frag)
 {
