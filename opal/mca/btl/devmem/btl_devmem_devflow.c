@@ -341,18 +341,11 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
         mca_btl_devmem_endpoint_proto_error(ep, "a device-flow get we have no device flow for");
         return -1;
     }
-    resp = mca_btl_devmem_frag_alloc_user();
+    resp = mca_btl_devmem_frag_get_resp(h);
     if (NULL == resp) {
         mca_btl_devmem_endpoint_fail(ep, "out of memory answering a get", ENOMEM);
         return -1;
     }
-    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
-    resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
-    resp->hdr.id = h->id;
-    resp->segments[0].seg_addr.lval = h->addr;
-    resp->segments[0].seg_len = h->size;
-    resp->base.des_segment_count = 1;
-    mca_btl_devmem_frag_prepare_write(resp);
     resp->iov_idx = 1; /* raw: the header stays home, the receiver knows the order */
     opal_list_append(&df->tx_queue, &resp->base.super.super);
     tx_progress(ep);

@@ -703,18 +703,11 @@ static void finish_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get
 /* The peer asks for `size` bytes at `addr` in our memory: stream them back in place. */
 static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
 {
-    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_alloc_user();
+    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_get_resp(h);
 
     if (NULL == resp) {
         return -ENOMEM;
     }
-    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
-    resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
-    resp->hdr.id = h->id;
-    resp->segments[0].seg_addr.lval = h->addr;
-    resp->segments[0].seg_len = h->size;
-    resp->base.des_segment_count = 1;
-    mca_btl_devmem_frag_prepare_write(resp);
     if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
         mca_btl_devmem_frag_return(resp); /* the endpoint failed and said so */
     }

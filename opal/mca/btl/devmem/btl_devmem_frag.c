@@ -137,6 +137,23 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
     frag->hdr.size = total;
 }
 
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h)
+{
+    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_alloc_user();
+
+    if (NULL == resp) {
+        return NULL;
+    }
+    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
+    resp->hdr.id = h->id;
+    resp->segments[0].seg_addr.lval = h->addr;
+    resp->segments[0].seg_len = h->size;
+    resp->base.des_segment_count = 1;
+    mca_btl_devmem_frag_prepare_write(resp);
+    return resp;
+}
+
 /* iovecs per sendmsg: enough to batch many small frames, far below UIO_MAXIOV */
 #define QUEUE_WRITE_IOV_MAX 64
 

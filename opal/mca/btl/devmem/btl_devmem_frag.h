@@ -53,6 +53,10 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
 
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
 
+/* The answer to GET_REQ h: a GET_RESP whose payload is h->size bytes at h->addr in our
+ * memory, in place, ready to queue. NULL when out of fragments. */
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h);
+
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 
