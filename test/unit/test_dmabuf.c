@@ -3,6 +3,7 @@
  * (and then round-trip data through a real dmabuf) or say why they cannot here.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,22 @@ int main(void)
         struct devmem_region r;
         struct devmem_err err;
 
-        CHECK(-EOPNOTSUPP == devmem_provider_host.export_range(&r, 0, 4096, &err),
-              "host: cannot export existing memory");
+        size_t ps = devmem_page_size();
+        unsigned char *mem = aligned_alloc(ps, 2 * ps), out[100];
+
+        memset(mem, 0x3c, 2 * ps);
+        mem[ps + 7] = 0xa5;
+        CHECK(-EINVAL == devmem_provider_host.export_range(&r, 0, 4096, &err) &&
+                  -EINVAL == devmem_provider_host.export_range(&r, (uintptr_t) mem + 1, ps,
+                                                               &err),
+              "host: a null or unaligned range is refused");
+        CHECK(0 == devmem_provider_host.export_range(&r, (uintptr_t) mem, 2 * ps, &err) &&
+                  -1 == r.dmabuf_fd && 0 == devmem_region_copy_out(&r, ps + 7, out, 2, &err) &&
+                  0xa5 == out[0] && 0x3c == out[1],
+              "host: a view of existing memory reads that memory (no dmabuf)");
+        devmem_region_release(&r);
+        CHECK(0xa5 == mem[ps + 7], "host: releasing a view leaves the memory alone");
+        free(mem);
         CHECK(-EINVAL == devmem_region_alloc(&r, NULL, 4096, 0, &err) &&
                   -EINVAL == devmem_region_alloc(&r, &devmem_provider_host, 0, 0, &err),
               "region: no provider or zero size refused");

@@ -11,9 +11,9 @@
 #endif
 
 #include "dmabuf.h"
+#include "cudrv.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -111,6 +111,25 @@ static int no_export(struct devmem_region *r, uint64_t addr, size_t len, struct 
     return devmem_err_set(err, EOPNOTSUPP, "this provider cannot export existing memory");
 }
 
+/* A view of existing host memory, for the emulated kernel's TX (no dmabuf: nothing real can
+ * bind it). The memory stays the caller's. */
+static int host_export_range(struct devmem_region *r, uint64_t addr, size_t len,
+                             struct devmem_err *err)
+{
+    size_t ps = devmem_page_size();
+
+    region_reset(r);
+    if (0 == addr || 0 != addr % ps || 0 != len % ps || 0 == len) {
+        return devmem_err_set(err, EINVAL, "host: export range [0x%llx, +%zu) is not "
+                              "page-aligned", (unsigned long long) addr, len);
+    }
+    r->map = (void *) (uintptr_t) addr;
+    r->size = len;
+    r->owned = 0;
+    r->provider = &devmem_provider_host;
+    return 0;
+}
+
 static int host_copy_in(struct devmem_region *r, size_t off, const void *src, size_t len,
                         struct devmem_err *err)
 {
@@ -127,7 +146,7 @@ static int host_copy_out(struct devmem_region *r, size_t off, void *dst, size_t 
 
 static void host_release(struct devmem_region *r)
 {
-    if (NULL != r->map) {
+    if (NULL != r->map && r->owned) {
         munmap(r->map, r->size);
     }
     if (r->priv_fd >= 0) {
@@ -143,7 +162,7 @@ const struct devmem_provider devmem_provider_host = {
     .name = "host",
     .probe = host_probe,
     .alloc = host_alloc,
-    .export_range = no_export,
+    .export_range = host_export_range,
     .copy_in = host_copy_in,
     .copy_out = host_copy_out,
     .release = host_release,
@@ -274,202 +293,30 @@ const struct devmem_provider devmem_provider_udmabuf = {
     .release = host_release,
 };
 
-/* ---- cuda: libcuda.so.1 at run time ------------------------------------------------------ */
-
-/* The few driver API types and entry points we use, declared here so that building needs no
- * CUDA headers. The _v2 symbols are the 64-bit ABI that cuda.h maps the plain names to. */
-typedef int cu_result;
-typedef int cu_device;
-typedef struct cu_ctx_st *cu_context;
-typedef unsigned long long cu_deviceptr;
-
-#define CU_SUCCESS 0
-#define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
-#define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
-#define DEVMEM_CUDA_MAX_DEVICES 64
-
-static struct {
-    int state; /* 0 not tried, 1 loaded, -errno failed */
-    char why[DEVMEM_ERR_MSG_MAX];
-    void *lib;
-    cu_result (*init)(unsigned int);
-    cu_result (*device_get_count)(int *);
-    cu_result (*device_get)(cu_device *, int);
-    cu_result (*device_get_attribute)(int *, int, cu_device);
-    cu_result (*primary_ctx_retain)(cu_context *, cu_device);
-    cu_result (*ctx_set_current)(cu_context);
-    cu_result (*mem_alloc)(cu_deviceptr *, size_t);
-    cu_result (*mem_free)(cu_deviceptr);
-    cu_result (*memcpy_htod)(cu_deviceptr, const void *, size_t);
-    cu_result (*memcpy_dtoh)(void *, cu_deviceptr, size_t);
-    cu_result (*get_handle)(void *, cu_deviceptr, size_t, int, unsigned long long);
-    cu_result (*get_error_string)(cu_result, const char **);
-    cu_context ctx[DEVMEM_CUDA_MAX_DEVICES];
-} cuda;
-
-static const char *cu_str(cu_result res)
-{
-    const char *s = NULL;
-
-    if (NULL != cuda.get_error_string && CU_SUCCESS == cuda.get_error_string(res, &s) &&
-        NULL != s) {
-        return s;
-    }
-    return "unknown CUDA error";
-}
-
-static int cuda_sym(void **fn, const char *name)
-{
-    *fn = dlsym(cuda.lib, name);
-    if (NULL == *fn) {
-        snprintf(cuda.why, sizeof(cuda.why), "cuda: libcuda.so.1 lacks %s (driver too old?)",
-                 name);
-        return -ENOSYS;
-    }
-    return 0;
-}
-
-static int cuda_load(struct devmem_err *err)
-{
-    int rc = 0, ndev = 0;
-    cu_result res;
-
-    if (0 != cuda.state) {
-        goto cleanup;
-    }
-    cuda.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (NULL == cuda.lib) {
-        const char *dl = dlerror();
-
-        snprintf(cuda.why, sizeof(cuda.why),
-                 "cuda: cannot load libcuda.so.1 (no NVIDIA driver installed here): %s",
-                 NULL != dl ? dl : "dlopen failed");
-        cuda.state = -ENODEV;
-        goto cleanup;
-    }
-    /* Every entry point must be there before we call any. */
-    if (0 != (rc = cuda_sym((void **) &cuda.init, "cuInit")) ||
-        0 != (rc = cuda_sym((void **) &cuda.device_get_count, "cuDeviceGetCount")) ||
-        0 != (rc = cuda_sym((void **) &cuda.device_get, "cuDeviceGet")) ||
-        0 != (rc = cuda_sym((void **) &cuda.device_get_attribute, "cuDeviceGetAttribute")) ||
-        0 != (rc = cuda_sym((void **) &cuda.primary_ctx_retain, "cuDevicePrimaryCtxRetain")) ||
-        0 != (rc = cuda_sym((void **) &cuda.ctx_set_current, "cuCtxSetCurrent")) ||
-        0 != (rc = cuda_sym((void **) &cuda.mem_alloc, "cuMemAlloc_v2")) ||
-        0 != (rc = cuda_sym((void **) &cuda.mem_free, "cuMemFree_v2")) ||
-        0 != (rc = cuda_sym((void **) &cuda.memcpy_htod, "cuMemcpyHtoD_v2")) ||
-        0 != (rc = cuda_sym((void **) &cuda.memcpy_dtoh, "cuMemcpyDtoH_v2")) ||
-        0 != (rc = cuda_sym((void **) &cuda.get_handle, "cuMemGetHandleForAddressRange")) ||
-        0 != (rc = cuda_sym((void **) &cuda.get_error_string, "cuGetErrorString"))) {
-        cuda.state = rc;
-        goto cleanup;
-    }
-    res = cuda.init(0);
-    if (CU_SUCCESS != res) {
-        snprintf(cuda.why, sizeof(cuda.why), "cuda: cuInit: %s (error %d)", cu_str(res), res);
-        cuda.state = -ENODEV;
-        goto cleanup;
-    }
-    res = cuda.device_get_count(&ndev);
-    if (CU_SUCCESS != res || ndev < 1) {
-        snprintf(cuda.why, sizeof(cuda.why), "cuda: no CUDA device visible");
-        cuda.state = -ENODEV;
-        goto cleanup;
-    }
-    cuda.state = 1;
-cleanup:
-    if (cuda.state < 0) {
-        if (NULL != cuda.lib) {
-            dlclose(cuda.lib);
-            cuda.lib = NULL;
-        }
-        return devmem_err_set(err, -cuda.state, "%s", cuda.why);
-    }
-    return 0;
-}
-
-/* Make device `ordinal`'s primary context current; check dmabuf support on first use. */
-static int cuda_use_device(int ordinal, struct devmem_err *err)
-{
-    cu_device dev;
-    cu_result res;
-    int supported = 0;
-
-    if (ordinal < 0 || ordinal >= DEVMEM_CUDA_MAX_DEVICES) {
-        return devmem_err_set(err, EINVAL, "cuda: device ordinal %d out of range", ordinal);
-    }
-    if (NULL == cuda.ctx[ordinal]) {
-        res = cuda.device_get(&dev, ordinal);
-        if (CU_SUCCESS != res) {
-            return devmem_err_set(err, ENODEV, "cuda: cuDeviceGet(%d): %s", ordinal,
-                                  cu_str(res));
-        }
-        res = cuda.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev);
-        if (CU_SUCCESS != res || !supported) {
-            return devmem_err_set(err, EOPNOTSUPP,
-                                  "cuda: device %d does not support dmabuf export "
-                                  "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; needs CUDA 11.7+ "
-                                  "and, in practice, the open GPU kernel modules)", ordinal);
-        }
-        res = cuda.primary_ctx_retain(&cuda.ctx[ordinal], dev);
-        if (CU_SUCCESS != res) {
-            cuda.ctx[ordinal] = NULL;
-            return devmem_err_set(err, ENODEV, "cuda: cuDevicePrimaryCtxRetain(%d): %s",
-                                  ordinal, cu_str(res));
-        }
-    }
-    res = cuda.ctx_set_current(cuda.ctx[ordinal]);
-    if (CU_SUCCESS != res) {
-        return devmem_err_set(err, EIO, "cuda: cuCtxSetCurrent: %s", cu_str(res));
-    }
-    return 0;
-}
+/* ---- cuda: device memory through the driver loaded at run time (cudrv.h) ---------------- */
 
 static int cuda_probe(struct devmem_err *err)
 {
-    int rc = cuda_load(err);
+    int rc = devmem_cuda_dmabuf_supported(0, err);
 
-    if (0 == rc) {
-        rc = cuda_use_device(0, err);
-    }
     if (0 == rc) {
         devmem_err_clear(err);
     }
     return rc;
 }
 
-static int cuda_export_dmabuf(struct devmem_region *r, struct devmem_err *err)
-{
-    int fd = -1;
-    cu_result res;
-
-    res = cuda.get_handle(&fd, (cu_deviceptr) r->dev_addr, r->size,
-                          CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-    if (CU_SUCCESS != res || fd < 0) {
-        return devmem_err_set(err, EIO, "cuda: cuMemGetHandleForAddressRange(DMA_BUF_FD, %zu "
-                              "bytes): %s", r->size, cu_str(res));
-    }
-    r->dmabuf_fd = fd;
-    return 0;
-}
-
 static int cuda_alloc(struct devmem_region *r, size_t size, int device, struct devmem_err *err)
 {
-    cu_deviceptr ptr = 0;
-    cu_result res;
+    uint64_t ptr = 0;
     int rc;
 
     region_reset(r);
-    rc = cuda_load(err);
+    size = round_pages(size);
+    rc = devmem_cuda_dmabuf_supported(device, err);
     if (0 == rc) {
-        rc = cuda_use_device(device, err);
+        rc = devmem_cuda_alloc(device, size, &ptr, err);
     }
     if (0 != rc) {
-        goto cleanup;
-    }
-    size = round_pages(size);
-    res = cuda.mem_alloc(&ptr, size);
-    if (CU_SUCCESS != res) {
-        rc = devmem_err_set(err, ENOMEM, "cuda: cuMemAlloc(%zu): %s", size, cu_str(res));
         goto cleanup;
     }
     r->dev_addr = ptr;
@@ -481,14 +328,14 @@ static int cuda_alloc(struct devmem_region *r, size_t size, int device, struct d
                             "page-aligned; dmabuf export needs page alignment");
         goto cleanup;
     }
-    rc = cuda_export_dmabuf(r, err);
+    rc = devmem_cuda_export_dmabuf(device, ptr, size, &r->dmabuf_fd, err);
     if (0 == rc) {
         r->provider = &devmem_provider_cuda;
     }
 cleanup:
     if (0 != rc) {
         if (0 != ptr) {
-            cuda.mem_free(ptr);
+            devmem_cuda_free(device, ptr);
         }
         region_reset(r);
     }
@@ -499,23 +346,24 @@ static int cuda_export_range(struct devmem_region *r, uint64_t addr, size_t len,
                              struct devmem_err *err)
 {
     size_t ps = devmem_page_size();
+    struct devmem_cuda_ptr info;
     int rc;
 
     region_reset(r);
-    rc = cuda_load(err);
-    if (0 != rc) {
-        return rc;
-    }
     if (0 != addr % ps || 0 != len % ps || 0 == len) {
         return devmem_err_set(err, EINVAL, "cuda: export range [0x%llx, +%zu) is not "
                               "page-aligned", (unsigned long long) addr, len);
     }
-    /* The caller's context is current: it allocated the memory. */
+    rc = devmem_cuda_ptr_query((const void *) (uintptr_t) addr, &info, err);
+    if (1 != rc) {
+        return rc < 0 ? rc : devmem_err_set(err, EINVAL, "cuda: 0x%llx is not device memory",
+                                            (unsigned long long) addr);
+    }
     r->dev_addr = addr;
     r->size = len;
     r->owned = 0;
-    r->priv_u64 = (uint64_t) -1;
-    rc = cuda_export_dmabuf(r, err);
+    r->priv_u64 = (uint64_t) info.ordinal;
+    rc = devmem_cuda_export_dmabuf(info.ordinal, addr, len, &r->dmabuf_fd, err);
     if (0 == rc) {
         r->provider = &devmem_provider_cuda;
     } else {
@@ -524,45 +372,18 @@ static int cuda_export_range(struct devmem_region *r, uint64_t addr, size_t len,
     return rc;
 }
 
-static int cuda_region_ctx(struct devmem_region *r, struct devmem_err *err)
-{
-    /* Exported ranges (priv_u64 == -1) run in the caller's current context. */
-    if ((uint64_t) -1 == r->priv_u64) {
-        return 0;
-    }
-    return cuda_use_device((int) r->priv_u64, err);
-}
-
 static int cuda_copy_in(struct devmem_region *r, size_t off, const void *src, size_t len,
                         struct devmem_err *err)
 {
-    cu_result res;
-    int rc = cuda_region_ctx(r, err);
-
-    if (0 != rc) {
-        return rc;
-    }
-    res = cuda.memcpy_htod((cu_deviceptr) (r->dev_addr + off), src, len);
-    if (CU_SUCCESS != res) {
-        return devmem_err_set(err, EIO, "cuda: cuMemcpyHtoD: %s", cu_str(res));
-    }
-    return 0;
+    return devmem_cuda_copy((int) r->priv_u64, (void *) (uintptr_t) (r->dev_addr + off), src, len,
+                            err);
 }
 
 static int cuda_copy_out(struct devmem_region *r, size_t off, void *dst, size_t len,
                          struct devmem_err *err)
 {
-    cu_result res;
-    int rc = cuda_region_ctx(r, err);
-
-    if (0 != rc) {
-        return rc;
-    }
-    res = cuda.memcpy_dtoh(dst, (cu_deviceptr) (r->dev_addr + off), len);
-    if (CU_SUCCESS != res) {
-        return devmem_err_set(err, EIO, "cuda: cuMemcpyDtoH: %s", cu_str(res));
-    }
-    return 0;
+    return devmem_cuda_copy((int) r->priv_u64, dst, (const void *) (uintptr_t) (r->dev_addr + off),
+                            len, err);
 }
 
 static void cuda_release(struct devmem_region *r)
@@ -570,10 +391,8 @@ static void cuda_release(struct devmem_region *r)
     if (r->dmabuf_fd >= 0) {
         close(r->dmabuf_fd);
     }
-    if (r->owned && 0 != r->dev_addr && 1 == cuda.state) {
-        if (0 == cuda_region_ctx(r, NULL)) {
-            cuda.mem_free((cu_deviceptr) r->dev_addr);
-        }
+    if (r->owned && 0 != r->dev_addr) {
+        devmem_cuda_free((int) r->priv_u64, r->dev_addr);
     }
     region_reset(r);
 }

@@ -5,7 +5,8 @@
  * table of the kernel's ncdevmem selftest): probe whether it can work here (and why not),
  * allocate or export a region as a dmabuf fd, copy bytes in and out of it by offset, release.
  *
- *   host     memfd + mmap; no dmabuf fd. The emulated kernel ABI lands data here.
+ *   host     memfd + mmap; no dmabuf fd. The emulated kernel ABI lands data here; a view
+ *            of existing host memory stands in for device memory in its TX tests.
  *   udmabuf  sealed memfd turned into a dmabuf with UDMABUF_CREATE on /dev/udmabuf.
  *   cuda     device memory from libcuda.so.1 (dlopen at run time, no build dependency),
  *            exported with cuMemGetHandleForAddressRange(DMA_BUF_FD).
@@ -43,8 +44,9 @@ struct devmem_provider {
     /* Allocate size bytes (rounded up to pages) on device `device` (cuda ordinal, drm card
      * index; ignored by host and udmabuf). */
     int (*alloc)(struct devmem_region *r, size_t size, int device, struct devmem_err *err);
-    /* Export existing provider memory [addr, addr+len) as a region (cuda only; the others
-     * return -EOPNOTSUPP). addr and len must be page-aligned. The memory stays the caller's. */
+    /* Export existing provider memory [addr, addr+len) as a region (cuda; host as a view
+     * without a dmabuf; the others return -EOPNOTSUPP). addr and len must be page-aligned.
+     * The memory stays the caller's. */
     int (*export_range)(struct devmem_region *r, uint64_t addr, size_t len,
                         struct devmem_err *err);
     /* Copy len bytes host -> region at offset off, and region -> host. */

@@ -1,0 +1,601 @@
+/*
+ * The CUDA driver at run time (see cudrv.h).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "cudrv.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The few driver API types and entry points we use, declared here so that building needs no
+ * CUDA headers. The _v2 symbols are the 64-bit ABI that cuda.h maps the plain names to. */
+typedef int cu_result;
+typedef int cu_device;
+typedef struct cu_ctx_st *cu_context;
+typedef struct cu_mod_st *cu_module;
+typedef struct cu_func_st *cu_function;
+typedef struct cu_stream_st *cu_stream;
+typedef unsigned long long cu_deviceptr;
+
+#define CU_SUCCESS 0
+#define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
+#define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
+#define CU_STREAM_NON_BLOCKING 1
+#define CU_MEMORYTYPE_DEVICE 2
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_POINTER_ATTRIBUTE_BUFFER_ID 7
+#define CU_POINTER_ATTRIBUTE_IS_MANAGED 8
+#define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
+#define DEVMEM_CUDA_MAX_DEVICES 64
+
+/*
+ * The gather kernel: block b copies piece b of an array of {dst, src, len} (24 bytes each);
+ * its threads stride through the piece 16 bytes at a time when dst, src and len are all
+ * 16-byte aligned, else byte by byte (neighbouring threads touch neighbouring bytes, so the
+ * accesses still coalesce). Written in PTX so that no CUDA compiler is needed to build; the
+ * driver compiles it for the GPU at hand. ISA 6.0 / sm_50 keeps every driver since CUDA 9.
+ */
+static const char gather_ptx[] =
+    ".version 6.0\n"
+    ".target sm_50\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry devmem_gather(.param .u64 p_ops, .param .u32 p_n)\n"
+    "{\n"
+    "  .reg .pred %p<4>;\n"
+    "  .reg .b32 %r<10>;\n"
+    "  .reg .b64 %rd<14>;\n"
+    "  ld.param.u64 %rd1, [p_ops];\n"
+    "  ld.param.u32 %r1, [p_n];\n"
+    "  mov.u32 %r2, %ctaid.x;\n"
+    "  setp.ge.u32 %p1, %r2, %r1;\n"
+    "  @%p1 bra DONE;\n"
+    "  cvta.to.global.u64 %rd1, %rd1;\n"
+    "  mul.wide.u32 %rd2, %r2, 24;\n"
+    "  add.s64 %rd2, %rd1, %rd2;\n"
+    "  ld.global.u64 %rd3, [%rd2];\n"
+    "  ld.global.u64 %rd4, [%rd2+8];\n"
+    "  ld.global.u64 %rd5, [%rd2+16];\n"
+    "  cvta.to.global.u64 %rd3, %rd3;\n"
+    "  cvta.to.global.u64 %rd4, %rd4;\n"
+    "  mov.u32 %r3, %tid.x;\n"
+    "  mov.u32 %r4, %ntid.x;\n"
+    "  cvt.u64.u32 %rd6, %r3;\n"
+    "  cvt.u64.u32 %rd7, %r4;\n"
+    "  or.b64 %rd8, %rd3, %rd4;\n"
+    "  or.b64 %rd8, %rd8, %rd5;\n"
+    "  and.b64 %rd8, %rd8, 15;\n"
+    "  setp.ne.s64 %p2, %rd8, 0;\n"
+    "  @%p2 bra BYTES;\n"
+    "  shr.u64 %rd9, %rd5, 4;\n"
+    "VEC:\n"
+    "  setp.ge.u64 %p3, %rd6, %rd9;\n"
+    "  @%p3 bra DONE;\n"
+    "  shl.b64 %rd10, %rd6, 4;\n"
+    "  add.s64 %rd11, %rd4, %rd10;\n"
+    "  add.s64 %rd12, %rd3, %rd10;\n"
+    "  ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd11];\n"
+    "  st.global.v4.u32 [%rd12], {%r5, %r6, %r7, %r8};\n"
+    "  add.s64 %rd6, %rd6, %rd7;\n"
+    "  bra VEC;\n"
+    "BYTES:\n"
+    "  setp.ge.u64 %p3, %rd6, %rd5;\n"
+    "  @%p3 bra DONE;\n"
+    "  add.s64 %rd11, %rd4, %rd6;\n"
+    "  add.s64 %rd12, %rd3, %rd6;\n"
+    "  ld.global.u8 %r5, [%rd11];\n"
+    "  st.global.u8 [%rd12], %r5;\n"
+    "  add.s64 %rd6, %rd6, %rd7;\n"
+    "  bra BYTES;\n"
+    "DONE:\n"
+    "  ret;\n"
+    "}\n";
+
+#define GATHER_THREADS 256
+
+/* Per device: what the gather needs, made on first use. */
+struct cuda_dev {
+    cu_context ctx;    /* retained primary context */
+    int dmabuf_ok;     /* 0 unknown, 1 yes, -1 no */
+    cu_module module;  /* the gather kernel */
+    cu_function gather;
+    cu_stream stream;
+    cu_deviceptr ops;  /* device copy of the piece array */
+    size_t ops_cap;    /* pieces it holds */
+};
+
+static struct {
+    int state; /* 0 not tried, 1 loaded, -errno failed */
+    char why[DEVMEM_ERR_MSG_MAX];
+    void *lib;
+    int ndev;
+    cu_result (*init)(unsigned int);
+    cu_result (*device_get_count)(int *);
+    cu_result (*device_get)(cu_device *, int);
+    cu_result (*device_get_attribute)(int *, int, cu_device);
+    cu_result (*device_get_pci_bus_id)(char *, int, cu_device);
+    cu_result (*primary_ctx_retain)(cu_context *, cu_device);
+    cu_result (*ctx_push)(cu_context);
+    cu_result (*ctx_pop)(cu_context *);
+    cu_result (*mem_alloc)(cu_deviceptr *, size_t);
+    cu_result (*mem_free)(cu_deviceptr);
+    cu_result (*memcpy_async)(cu_deviceptr, cu_deviceptr, size_t, cu_stream);
+    cu_result (*memcpy_htod_async)(cu_deviceptr, const void *, size_t, cu_stream);
+    cu_result (*memset_d8_async)(cu_deviceptr, unsigned char, size_t, cu_stream);
+    cu_result (*stream_create)(cu_stream *, unsigned int);
+    cu_result (*stream_sync)(cu_stream);
+    cu_result (*module_load_data)(cu_module *, const void *);
+    cu_result (*module_get_function)(cu_function *, cu_module, const char *);
+    cu_result (*launch_kernel)(cu_function, unsigned int, unsigned int, unsigned int,
+                               unsigned int, unsigned int, unsigned int, unsigned int,
+                               cu_stream, void **, void **);
+    cu_result (*pointer_get_attributes)(unsigned int, int *, void **, cu_deviceptr);
+    cu_result (*get_handle)(void *, cu_deviceptr, size_t, int, unsigned long long);
+    cu_result (*get_error_string)(cu_result, const char **);
+    struct cuda_dev dev[DEVMEM_CUDA_MAX_DEVICES];
+} cuda;
+
+static const char *cu_str(cu_result res)
+{
+    const char *s = NULL;
+
+    if (NULL != cuda.get_error_string && CU_SUCCESS == cuda.get_error_string(res, &s) &&
+        NULL != s) {
+        return s;
+    }
+    return "unknown CUDA error";
+}
+
+static int cuda_sym(void **fn, const char *name)
+{
+    *fn = dlsym(cuda.lib, name);
+    if (NULL == *fn) {
+        snprintf(cuda.why, sizeof(cuda.why), "cuda: libcuda.so.1 lacks %s (driver too old?)",
+                 name);
+        return -ENOSYS;
+    }
+    return 0;
+}
+
+static int cuda_syms(void)
+{
+    static const struct {
+        size_t off;
+        const char *name;
+    } syms[] = {
+#define SYM(field, name) { offsetof(__typeof__(cuda), field), name }
+        SYM(init, "cuInit"),
+        SYM(device_get_count, "cuDeviceGetCount"),
+        SYM(device_get, "cuDeviceGet"),
+        SYM(device_get_attribute, "cuDeviceGetAttribute"),
+        SYM(device_get_pci_bus_id, "cuDeviceGetPCIBusId"),
+        SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain"),
+        SYM(ctx_push, "cuCtxPushCurrent_v2"),
+        SYM(ctx_pop, "cuCtxPopCurrent_v2"),
+        SYM(mem_alloc, "cuMemAlloc_v2"),
+        SYM(mem_free, "cuMemFree_v2"),
+        SYM(memcpy_async, "cuMemcpyAsync"),
+        SYM(memcpy_htod_async, "cuMemcpyHtoDAsync_v2"),
+        SYM(memset_d8_async, "cuMemsetD8Async"),
+        SYM(stream_create, "cuStreamCreate"),
+        SYM(stream_sync, "cuStreamSynchronize"),
+        SYM(module_load_data, "cuModuleLoadData"),
+        SYM(module_get_function, "cuModuleGetFunction"),
+        SYM(launch_kernel, "cuLaunchKernel"),
+        SYM(pointer_get_attributes, "cuPointerGetAttributes"),
+        SYM(get_handle, "cuMemGetHandleForAddressRange"),
+        SYM(get_error_string, "cuGetErrorString"),
+#undef SYM
+    };
+
+    /* Every entry point must be there before we call any. */
+    for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+        int rc = cuda_sym((void **) ((char *) &cuda + syms[i].off), syms[i].name);
+        if (0 != rc) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int devmem_cuda_load(struct devmem_err *err)
+{
+    cu_result res;
+    int rc;
+
+    if (0 != cuda.state) {
+        goto cleanup;
+    }
+    cuda.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (NULL == cuda.lib) {
+        const char *dl = dlerror();
+
+        snprintf(cuda.why, sizeof(cuda.why),
+                 "cuda: cannot load libcuda.so.1 (no NVIDIA driver installed here): %s",
+                 NULL != dl ? dl : "dlopen failed");
+        cuda.state = -ENODEV;
+        goto cleanup;
+    }
+    if (0 != (rc = cuda_syms())) {
+        cuda.state = rc;
+        goto cleanup;
+    }
+    res = cuda.init(0);
+    if (CU_SUCCESS != res) {
+        snprintf(cuda.why, sizeof(cuda.why), "cuda: cuInit: %s (error %d)", cu_str(res), res);
+        cuda.state = -ENODEV;
+        goto cleanup;
+    }
+    res = cuda.device_get_count(&cuda.ndev);
+    if (CU_SUCCESS != res || cuda.ndev < 1) {
+        snprintf(cuda.why, sizeof(cuda.why), "cuda: no CUDA device visible");
+        cuda.state = -ENODEV;
+        goto cleanup;
+    }
+    if (cuda.ndev > DEVMEM_CUDA_MAX_DEVICES) {
+        cuda.ndev = DEVMEM_CUDA_MAX_DEVICES;
+    }
+    cuda.state = 1;
+cleanup:
+    if (cuda.state < 0) {
+        if (NULL != cuda.lib) {
+            dlclose(cuda.lib);
+            cuda.lib = NULL;
+        }
+        return devmem_err_set(err, -cuda.state, "%s", cuda.why);
+    }
+    return 0;
+}
+
+int devmem_cuda_in_process(void)
+{
+    void *h;
+
+    if (1 == cuda.state) {
+        return 1;
+    }
+    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (NULL == h) {
+        return 0;
+    }
+    dlclose(h);
+    return 1;
+}
+
+int devmem_cuda_device_count(int *n, struct devmem_err *err)
+{
+    int rc = devmem_cuda_load(err);
+
+    *n = 0 == rc ? cuda.ndev : 0;
+    return rc;
+}
+
+/* Push device `ordinal`'s primary context (retained on first use); pop with ctx_leave. */
+static int ctx_enter(int ordinal, struct devmem_err *err)
+{
+    struct cuda_dev *d;
+    cu_device dev;
+    cu_result res;
+    int rc = devmem_cuda_load(err);
+
+    if (0 != rc) {
+        return rc;
+    }
+    if (ordinal < 0 || ordinal >= cuda.ndev) {
+        return devmem_err_set(err, EINVAL, "cuda: device %d does not exist (%d visible)",
+                              ordinal, cuda.ndev);
+    }
+    d = &cuda.dev[ordinal];
+    if (NULL == d->ctx) {
+        res = cuda.device_get(&dev, ordinal);
+        if (CU_SUCCESS == res) {
+            res = cuda.primary_ctx_retain(&d->ctx, dev);
+        }
+        if (CU_SUCCESS != res) {
+            d->ctx = NULL;
+            return devmem_err_set(err, ENODEV, "cuda: primary context of device %d: %s",
+                                  ordinal, cu_str(res));
+        }
+    }
+    res = cuda.ctx_push(d->ctx);
+    if (CU_SUCCESS != res) {
+        return devmem_err_set(err, EIO, "cuda: cuCtxPushCurrent: %s", cu_str(res));
+    }
+    return 0;
+}
+
+static void ctx_leave(void)
+{
+    cu_context old;
+
+    (void) cuda.ctx_pop(&old);
+}
+
+int devmem_cuda_dmabuf_supported(int ordinal, struct devmem_err *err)
+{
+    cu_device dev;
+    int supported = 0, rc = devmem_cuda_load(err);
+
+    if (0 != rc) {
+        return rc;
+    }
+    if (ordinal < 0 || ordinal >= cuda.ndev) {
+        return devmem_err_set(err, EINVAL, "cuda: device %d does not exist (%d visible)",
+                              ordinal, cuda.ndev);
+    }
+    if (0 == cuda.dev[ordinal].dmabuf_ok) {
+        cuda.dev[ordinal].dmabuf_ok = -1;
+        if (CU_SUCCESS == cuda.device_get(&dev, ordinal)
+            && CU_SUCCESS == cuda.device_get_attribute(
+                                 &supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev)
+            && supported) {
+            cuda.dev[ordinal].dmabuf_ok = 1;
+        }
+    }
+    if (1 != cuda.dev[ordinal].dmabuf_ok) {
+        return devmem_err_set(err, EOPNOTSUPP,
+                              "cuda: device %d does not support dmabuf export "
+                              "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0; needs CUDA 11.7+ "
+                              "and, in practice, the open GPU kernel modules)", ordinal);
+    }
+    return 0;
+}
+
+int devmem_cuda_pci_bus_id(int ordinal, char *buf, size_t len, struct devmem_err *err)
+{
+    cu_device dev;
+    cu_result res;
+    int rc = devmem_cuda_load(err);
+
+    if (0 != rc) {
+        return rc;
+    }
+    res = cuda.device_get(&dev, ordinal);
+    if (CU_SUCCESS == res) {
+        res = cuda.device_get_pci_bus_id(buf, (int) len, dev);
+    }
+    if (CU_SUCCESS != res) {
+        return devmem_err_set(err, ENODEV, "cuda: PCI address of device %d: %s", ordinal,
+                              cu_str(res));
+    }
+    return 0;
+}
+
+int devmem_cuda_ptr_query(const void *ptr, struct devmem_cuda_ptr *info, struct devmem_err *err)
+{
+    int attrs[] = {
+        CU_POINTER_ATTRIBUTE_MEMORY_TYPE,       CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,    CU_POINTER_ATTRIBUTE_BUFFER_ID,
+        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,  CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    };
+    /* every attribute is at most 8 bytes; zeroed so that narrower ones read right */
+    uint64_t val[6] = {0};
+    void *data[6];
+    cu_result res;
+    int rc;
+
+    if (!devmem_cuda_in_process()) {
+        return 0;
+    }
+    if (0 != (rc = devmem_cuda_load(err))) {
+        return rc;
+    }
+    for (int i = 0; i < 6; i++) {
+        data[i] = &val[i];
+    }
+    /* unlike cuPointerGetAttribute, a pointer CUDA does not know is not an error here */
+    res = cuda.pointer_get_attributes(6, attrs, data, (cu_deviceptr) (uintptr_t) ptr);
+    if (CU_SUCCESS != res) {
+        return devmem_err_set(err, EIO, "cuda: cuPointerGetAttributes(%p): %s", ptr,
+                              cu_str(res));
+    }
+    if (CU_MEMORYTYPE_DEVICE != (uint32_t) val[0] || 0 != (uint32_t) val[1]) {
+        return 0; /* host, pinned host or managed: the CPU can touch it */
+    }
+    if (NULL != info) {
+        info->ordinal = (int) (uint32_t) val[2];
+        info->buffer_id = val[3];
+        info->base = val[4];
+        info->size = (size_t) val[5];
+    }
+    return 1;
+}
+
+int devmem_cuda_alloc(int ordinal, size_t size, uint64_t *addr, struct devmem_err *err)
+{
+    cu_deviceptr p = 0;
+    cu_result res;
+    int rc = ctx_enter(ordinal, err);
+
+    if (0 != rc) {
+        return rc;
+    }
+    res = cuda.mem_alloc(&p, size);
+    ctx_leave();
+    if (CU_SUCCESS != res) {
+        return devmem_err_set(err, ENOMEM, "cuda: cuMemAlloc(%zu) on device %d: %s", size,
+                              ordinal, cu_str(res));
+    }
+    *addr = p;
+    return 0;
+}
+
+void devmem_cuda_free(int ordinal, uint64_t addr)
+{
+    if (1 == cuda.state && 0 == ctx_enter(ordinal, NULL)) {
+        (void) cuda.mem_free((cu_deviceptr) addr);
+        ctx_leave();
+    }
+}
+
+int devmem_cuda_export_dmabuf(int ordinal, uint64_t addr, size_t len, int *fd,
+                              struct devmem_err *err)
+{
+    cu_result res;
+    int rc;
+
+    *fd = -1;
+    if (0 != (rc = ctx_enter(ordinal, err))) {
+        return rc;
+    }
+    res = cuda.get_handle(fd, (cu_deviceptr) addr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    ctx_leave();
+    if (CU_SUCCESS != res || *fd < 0) {
+        *fd = -1;
+        return devmem_err_set(err, EIO, "cuda: cuMemGetHandleForAddressRange(DMA_BUF_FD, "
+                              "0x%llx, %zu bytes): %s", (unsigned long long) addr, len,
+                              cu_str(res));
+    }
+    return 0;
+}
+
+int devmem_cuda_copy(int ordinal, void *dst, const void *src, size_t len,
+                     struct devmem_err *err)
+{
+    struct devmem_copy op = {dst, src, len};
+
+    /* On our stream, waited for: a plain cuMemcpy from pageable memory may return before
+     * the bytes are in device memory, and our later copies would not be ordered after it. */
+    return devmem_cuda_copy_batch(ordinal, &op, 1, 0, err);
+}
+
+static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err);
+
+int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
+                       struct devmem_err *err)
+{
+    cu_result res;
+    int rc;
+
+    if (0 != (rc = ctx_enter(ordinal, err))) {
+        return rc;
+    }
+    if (0 == (rc = gather_ready(ordinal, 0, 0, err))) {
+        res = cuda.memset_d8_async((cu_deviceptr) addr, v, len, cuda.dev[ordinal].stream);
+        if (CU_SUCCESS == res) {
+            res = cuda.stream_sync(cuda.dev[ordinal].stream);
+        }
+        if (CU_SUCCESS != res) {
+            rc = devmem_err_set(err, EIO, "cuda: cuMemsetD8Async: %s", cu_str(res));
+        }
+    }
+    ctx_leave();
+    return rc;
+}
+
+/* The stream, and for dev_to_dev the kernel and room for n pieces, of device d. */
+static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
+{
+    struct cuda_dev *d = &cuda.dev[ordinal];
+    cu_result res;
+
+    if (NULL == d->stream) {
+        res = cuda.stream_create(&d->stream, CU_STREAM_NON_BLOCKING);
+        if (CU_SUCCESS != res) {
+            d->stream = NULL;
+            return devmem_err_set(err, EIO, "cuda: cuStreamCreate: %s", cu_str(res));
+        }
+    }
+    if (!dev_to_dev) {
+        return 0;
+    }
+    if (NULL == d->gather) {
+        res = cuda.module_load_data(&d->module, gather_ptx);
+        if (CU_SUCCESS == res) {
+            res = cuda.module_get_function(&d->gather, d->module, "devmem_gather");
+        }
+        if (CU_SUCCESS != res) {
+            d->gather = NULL;
+            return devmem_err_set(err, EIO, "cuda: loading the gather kernel: %s", cu_str(res));
+        }
+    }
+    if (d->ops_cap < n) {
+        size_t cap = d->ops_cap ? d->ops_cap : 256;
+
+        while (cap < n) {
+            cap *= 2;
+        }
+        if (0 != d->ops) {
+            (void) cuda.mem_free(d->ops);
+            d->ops = 0;
+            d->ops_cap = 0;
+        }
+        res = cuda.mem_alloc(&d->ops, cap * 3 * sizeof(uint64_t));
+        if (CU_SUCCESS != res) {
+            d->ops = 0;
+            return devmem_err_set(err, ENOMEM, "cuda: room for %zu gather pieces: %s", cap,
+                                  cu_str(res));
+        }
+        d->ops_cap = cap;
+    }
+    return 0;
+}
+
+int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
+                           int dev_to_dev, struct devmem_err *err)
+{
+    struct cuda_dev *d;
+    cu_result res = CU_SUCCESS;
+    const char *what = "cuMemcpyAsync";
+    int rc;
+
+    if (0 == n) {
+        return 0;
+    }
+    if (0 != (rc = ctx_enter(ordinal, err))) {
+        return rc;
+    }
+    d = &cuda.dev[ordinal];
+    if (0 != (rc = gather_ready(ordinal, n, dev_to_dev, err))) {
+        goto cleanup;
+    }
+    if (dev_to_dev && n > 1) {
+        /* the piece array has the kernel's layout already: {dst, src, len} as 3 x u64 */
+        _Static_assert(sizeof(struct devmem_copy) == 3 * sizeof(uint64_t),
+                       "struct devmem_copy is the kernel's piece layout");
+        unsigned int count = (unsigned int) n;
+        void *params[] = {&d->ops, &count};
+
+        what = "cuMemcpyHtoDAsync";
+        res = cuda.memcpy_htod_async(d->ops, ops, n * sizeof(*ops), d->stream);
+        if (CU_SUCCESS == res) {
+            what = "cuLaunchKernel";
+            res = cuda.launch_kernel(d->gather, count, 1, 1, GATHER_THREADS, 1, 1, 0,
+                                     d->stream, params, NULL);
+        }
+    } else {
+        for (size_t i = 0; i < n && CU_SUCCESS == res; i++) {
+            res = cuda.memcpy_async((cu_deviceptr) (uintptr_t) ops[i].dst,
+                                    (cu_deviceptr) (uintptr_t) ops[i].src, ops[i].len,
+                                    d->stream);
+        }
+    }
+    /* wait even after a failed enqueue: nothing may still be reading the pieces */
+    {
+        cu_result sres = cuda.stream_sync(d->stream);
+        if (CU_SUCCESS == res && CU_SUCCESS != sres) {
+            res = sres;
+            what = "cuStreamSynchronize";
+        }
+    }
+    if (CU_SUCCESS != res) {
+        rc = devmem_err_set(err, EIO, "cuda: gather of %zu pieces: %s: %s", n, what,
+                            cu_str(res));
+    }
+cleanup:
+    ctx_leave();
+    return rc;
+}

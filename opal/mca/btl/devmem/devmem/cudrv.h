@@ -1,0 +1,82 @@
+/*
+ * The CUDA driver, loaded at run time (dlopen of libcuda.so.1): building needs no CUDA
+ * headers or libraries, and a process without an NVIDIA driver never notices.
+ *
+ * What the devmem layer needs from it: device memory for RX pools and its dmabuf export,
+ * whether an application pointer is device memory (and which allocation it belongs to),
+ * copies in any direction, and the gather of many pool fragments into one destination with
+ * a small kernel (PTX in cudrv.c, JIT-compiled by the driver on first use).
+ *
+ * Every call that touches a context pushes the device's primary context and pops it after,
+ * so the caller's current context is left as it was. Not thread-safe: one caller at a time.
+ * Functions return 0 or -errno with err filled (err may be NULL).
+ */
+#ifndef DEVMEM_CUDRV_H
+#define DEVMEM_CUDRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* Load the driver and initialise it (once; later calls return the first outcome).
+ * -ENODEV with the reason when there is no driver or no device. */
+int devmem_cuda_load(struct devmem_err *err);
+
+/* 1 when this process already has the driver loaded (the application uses CUDA), which is
+ * the only way one of its pointers can be device memory. Never loads the driver itself. */
+int devmem_cuda_in_process(void);
+
+/* Number of visible devices (loads the driver). */
+int devmem_cuda_device_count(int *n, struct devmem_err *err);
+
+/* -EOPNOTSUPP with the reason when device `ordinal` cannot export dmabufs. */
+int devmem_cuda_dmabuf_supported(int ordinal, struct devmem_err *err);
+
+/* The PCI address of device `ordinal`, "dddd:bb:dd.f" (for NIC locality). */
+int devmem_cuda_pci_bus_id(int ordinal, char *buf, size_t len, struct devmem_err *err);
+
+/* What a pointer is. */
+struct devmem_cuda_ptr {
+    int ordinal;        /* device that owns it */
+    uint64_t base;      /* start of the allocation it lies in */
+    size_t size;        /* bytes of that allocation */
+    uint64_t buffer_id; /* unique per allocation: a freed and reused range gets a new one */
+};
+
+/* 1 when ptr is device memory (info filled), 0 when it is host memory (pageable, pinned or
+ * managed: the CPU can touch it), -errno on a driver failure. Cheap when the process does
+ * not use CUDA: answers 0 without loading anything. */
+int devmem_cuda_ptr_query(const void *ptr, struct devmem_cuda_ptr *info, struct devmem_err *err);
+
+/* Device memory on device `ordinal`, and its release. */
+int devmem_cuda_alloc(int ordinal, size_t size, uint64_t *addr, struct devmem_err *err);
+void devmem_cuda_free(int ordinal, uint64_t addr);
+
+/* A dmabuf fd for [addr, addr+len) of device `ordinal`'s memory (page-aligned). */
+int devmem_cuda_export_dmabuf(int ordinal, uint64_t addr, size_t len, int *fd,
+                              struct devmem_err *err);
+
+/* Copy len bytes in device `ordinal`'s context; either side may be host or device memory
+ * (unified addressing). */
+int devmem_cuda_copy(int ordinal, void *dst, const void *src, size_t len,
+                     struct devmem_err *err);
+
+/* One piece of a gather. */
+struct devmem_copy {
+    void *dst;
+    const void *src;
+    size_t len;
+};
+
+/* Run n copies on device `ordinal` and wait for all of them. dev_to_dev: every src and dst
+ * is device memory, and one kernel launch moves them all; otherwise each is an async copy on
+ * our stream (any direction) and one synchronisation ends the batch. */
+int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
+                           int dev_to_dev, struct devmem_err *err);
+
+/* Fill len bytes of device memory with byte value v (tests and benchmarks). */
+int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
+                       struct devmem_err *err);
+
+#endif /* DEVMEM_CUDRV_H */
