@@ -42,6 +42,27 @@ for spec in "2 pingpong -m 16M" "3 collectives -m 2M"; do
     done
 done
 
+# The TX side: host memory standing in for GPU memory (btl_devmem_tx_host), so every get is
+# answered with the emulated devmem TX from a TX binding of the registered buffer, sends
+# tracked until their zerocopy completions. ob1 cuts a 64 MiB RGET into btl_get_limit pieces
+# that are all in flight on the device flow at once.
+saved=("${DEVMEM_MCA_ARGS[@]}")
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_tx_host 1)
+if run 2 1 pingpong -m 64M; then
+    for r in 0 1; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt $((64 << 20))
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" get_dmabuf -gt 0
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gets_inflight_max -gt 1
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" fallbacks -eq 0
+    done
+fi
+# The parameter set for GPU buffers (contrib/devmem-device-buffers.conf) on host buffers:
+# every non-empty message by RGET, so the small ones too take the device flow.
+DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_SRC/contrib/devmem-device-buffers.conf")
+run 2 1 pingpong -m 1M && devmem_expect_stat "$DEVMEM_LAST_OUT" 0 devflow_gets -gt 40
+run 4 1 nonblocking -n 50 -m 64k
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
 if [ -n "${dontneed:-}" ] && [ -n "${landed:-}" ] && [ "$landed" -gt 0 ]; then
     echo "SO_DEVMEM_DONTNEED calls per MiB landed in the pool (64 MiB ping-pong, both ranks):" \
         "$(awk -v d="$dontneed" -v b="$landed" 'BEGIN { printf "%.2f", d / (b / 1048576) }')"

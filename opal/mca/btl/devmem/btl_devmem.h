@@ -81,6 +81,10 @@ struct mca_btl_devmem_stats {
     uint64_t devflows;        /* device-flow connections adopted (receive side) */
     uint64_t devflow_gets;    /* gets answered through a device flow */
     uint64_t rx_pool_full;    /* receives refused because the RX pool was full */
+    uint64_t get_dmabuf;      /* get bytes that arrived as dmabuf fragments */
+    uint64_t gather_calls;    /* gathers that ran on the GPU (one per receive that needed it) */
+    uint64_t dev_staged;      /* device-memory bytes copied through host memory */
+    uint64_t gets_inflight_max; /* most gets outstanding on one device flow */
 };
 
 typedef struct mca_btl_devmem_component_t {
@@ -109,6 +113,8 @@ typedef struct mca_btl_devmem_component_t {
     int devflow_min;        /* smaller gets stay on the control connection */
     int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
+    bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
+    bool sendi;             /* offer immediate sends */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */

@@ -28,6 +28,7 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_reg.h"
 
 static int component_open(void);
 static int component_close(void);
@@ -205,6 +206,17 @@ static int component_register(void)
             "Emulated kernel: seed of the fragment layout (0: from the rank, so every rank "
             "differs)",
             OPAL_INFO_LVL_6, &c->emul_seed);
+    c->sendi = true;
+    reg_bool("sendi",
+             "Offer the PML immediate (inline) sends of small messages. Off for GPU buffers "
+             "with an Open MPI without CUDA support: an inline message carries its payload, "
+             "which the receiver's PML would copy into a device buffer with the CPU",
+             OPAL_INFO_LVL_5, &c->sendi);
+    c->tx_host = false;
+    reg_bool("tx_host",
+             "Emulated kernel: answer device-flow gets from host memory with devmem TX too "
+             "(host memory standing in for GPU memory), so that the TX path runs without a GPU",
+             OPAL_INFO_LVL_6, &c->tx_host);
 
     return mca_btl_base_param_register(&c->super.btl_version,
                                        &mca_btl_devmem_module_template.super);
@@ -260,6 +272,7 @@ static void modules_release(void)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     mca_btl_devmem_devflow_fini();
+    mca_btl_devmem_reg_fini(); /* its TX bindings, before the kernel interface goes */
     mca_btl_devmem_dev_fini();
     for (int i = 0; i < c->num_modules; i++) {
         mca_btl_devmem_module_t *m = c->modules[i];
@@ -324,13 +337,15 @@ void mca_btl_devmem_print_stats(void)
                 " rx_dmabuf=%" PRIu64 " rx_linear=%" PRIu64 " tokens_received=%" PRIu64
                 " tokens_returned=%" PRIu64 " dontneed_calls=%" PRIu64 " fallbacks=%" PRIu64
                 " devflows=%" PRIu64 " devflow_gets=%" PRIu64 " rx_pool_full=%" PRIu64
-                " emul_pool_limited=%" PRIu64,
+                " emul_pool_limited=%" PRIu64 " get_dmabuf=%" PRIu64 " gather_calls=%" PRIu64
+                " dev_staged=%" PRIu64 " gets_inflight_max=%" PRIu64,
                 (unsigned) me->proc_name.vpid, s->tx_host, s->rx_host, s->tx_frags, s->rx_frags,
                 s->get_host, s->put_host, s->conn_made, s->conn_refused, s->conn_failed,
                 s->proto_errors, s->writev_calls, s->recv_calls, devmem_modules, s->tx_devmem,
                 s->rx_dmabuf, s->rx_linear, s->tokens_received, s->tokens_returned,
                 s->dontneed_calls, s->fallbacks, s->devflows, s->devflow_gets,
-                s->rx_pool_full, es.recv_pool_limited);
+                s->rx_pool_full, es.recv_pool_limited, s->get_dmabuf, s->gather_calls,
+                s->dev_staged, s->gets_inflight_max);
 }
 
 /* ---------------------------------------------------------------- accepting */
@@ -542,6 +557,9 @@ static int create_modules(void)
                 return OPAL_ERR_OUT_OF_RESOURCE;
             }
             memcpy(m, &mca_btl_devmem_module_template, sizeof(*m));
+            if (!c->sendi) {
+                m->super.btl_sendi = NULL; /* the PML then packs nothing itself */
+            }
             OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
             OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
             m->itf = ifs[i];

@@ -33,6 +33,7 @@
 
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_reg.h"
 
 
 static void recv_cb(int sd, short flags, void *arg);
@@ -692,21 +693,37 @@ static mca_btl_devmem_frag_t *find_get(mca_btl_devmem_endpoint_t *ep, uint64_t i
 
 static void finish_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
 {
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    int status = OPAL_SUCCESS;
+
     OPAL_THREAD_LOCK(&ep->lock);
     opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
     OPAL_THREAD_UNLOCK(&ep->lock);
+    if (NULL != get->stage) {
+        /* landed in host memory for a device destination: the GPU takes it from there */
+        if (0 != mca_btl_devmem_mem_copy(get->local_address, get->stage, get->hdr.size,
+                                         get->ordinal, why, sizeof(why))) {
+            opal_output(0, "btl:devmem: completing a get from %s: %s",
+                        OPAL_NAME_PRINT(ep->peer->name), why);
+            status = OPAL_ERROR;
+        } else {
+            mca_btl_devmem_component.stats.dev_staged += get->hdr.size;
+        }
+    }
     mca_btl_devmem_component.stats.rx_host += get->hdr.size;
     mca_btl_devmem_component.stats.get_host += get->hdr.size;
-    complete_frag(ep, get, OPAL_SUCCESS);
+    complete_frag(ep, get, status);
 }
 
 /* The peer asks for `size` bytes at `addr` in our memory: stream them back in place. */
 static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
 {
-    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_get_resp(h);
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_get_resp(h, why, sizeof(why));
 
     if (NULL == resp) {
-        return -ENOMEM;
+        ep_fail(ep, why, 0);
+        return -1;
     }
     if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
         mca_btl_devmem_frag_return(resp); /* the endpoint failed and said so */
@@ -738,6 +755,11 @@ static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_h
             proto_error(ep, "put to a null address", h);
             return -1;
         }
+        if (mca_btl_devmem_mem_is_device((const void *) (uintptr_t) h->addr, NULL)) {
+            /* we never advertise PUT: no PML of ours sends one into device memory */
+            proto_error(ep, "put into device memory", h);
+            return -1;
+        }
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
         ep->rget = find_get(ep, h->id);
@@ -754,8 +776,10 @@ static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_h
 /* Where an admitted PUT or GET_RESP payload goes; SEND payloads stay where they land. */
 static char *rx_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
 {
-    return MCA_BTL_DEVMEM_HDR_PUT == h->type ? (char *) (uintptr_t) h->addr
-                                             : (char *) ep->rget->local_address;
+    if (MCA_BTL_DEVMEM_HDR_PUT == h->type) {
+        return (char *) (uintptr_t) h->addr;
+    }
+    return NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address;
 }
 
 /* Every payload byte of an admitted frame is in place (a SEND's at `body`). */
@@ -774,8 +798,8 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
     case MCA_BTL_DEVMEM_HDR_GET_REQ:
         if (h->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) {
             (void) mca_btl_devmem_devflow_answer(ep, h);
-        } else if (answer_get(ep, h) < 0) {
-            ep_fail(ep, "out of memory answering a get", ENOMEM);
+        } else {
+            (void) answer_get(ep, h);
         }
         break;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:

@@ -5,8 +5,11 @@
 #include "opal_config.h"
 
 #include "btl_devmem_frag.h"
+#include "btl_devmem_reg.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -19,6 +22,8 @@ static void frag_construct(mca_btl_devmem_frag_t *frag)
     frag->endpoint = NULL;
     frag->list = NULL;
     frag->capacity = 0;
+    frag->stage = NULL;
+    frag->txmem = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
@@ -88,6 +93,11 @@ static mca_btl_devmem_frag_t *take(opal_free_list_t *list, size_t capacity)
     frag->segments[1].seg_len = 0;
     frag->payload = 0;
     frag->rdma_cb = NULL;
+    frag->dst_dev = false;
+    frag->ordinal = -1;
+    frag->stage = NULL;
+    frag->txmem = NULL;
+    frag->tx_off = frag->tx_queued = frag->tx_done = 0;
     memset(&frag->hdr, 0, sizeof(frag->hdr));
     return frag;
 }
@@ -112,6 +122,10 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void)
 
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag)
 {
+    free(frag->stage);
+    frag->stage = NULL;
+    mca_btl_devmem_txmem_put(frag->txmem);
+    frag->txmem = NULL;
     opal_free_list_return(frag->list, &frag->base.super);
 }
 
@@ -137,11 +151,14 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
     frag->hdr.size = total;
 }
 
-mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h)
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h,
+                                                    char *why, size_t whylen)
 {
     mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_alloc_user();
+    int ordinal = -1;
 
     if (NULL == resp) {
+        snprintf(why, whylen, "out of fragments answering a get");
         return NULL;
     }
     resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
@@ -150,6 +167,23 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_
     resp->segments[0].seg_addr.lval = h->addr;
     resp->segments[0].seg_len = h->size;
     resp->base.des_segment_count = 1;
+    if (mca_btl_devmem_mem_is_device((const void *) (uintptr_t) h->addr, &ordinal)) {
+        /* the socket cannot read device memory: the GPU copies it out first */
+        resp->stage = malloc(h->size);
+        if (NULL == resp->stage) {
+            snprintf(why, whylen, "out of memory staging a %u-byte get from device memory",
+                     h->size);
+            mca_btl_devmem_frag_return(resp);
+            return NULL;
+        }
+        if (0 != mca_btl_devmem_mem_copy(resp->stage, (const void *) (uintptr_t) h->addr,
+                                         h->size, ordinal, why, whylen)) {
+            mca_btl_devmem_frag_return(resp);
+            return NULL;
+        }
+        mca_btl_devmem_component.stats.dev_staged += h->size;
+        resp->segments[0].seg_addr.pval = resp->stage;
+    }
     mca_btl_devmem_frag_prepare_write(resp);
     return resp;
 }

@@ -41,6 +41,14 @@ typedef struct mca_btl_devmem_frag_t {
     mca_btl_base_rdma_completion_fn_t rdma_cb;
     void *cbcontext;
     void *cbdata;
+
+    /* device memory */
+    bool dst_dev;                      /* GET: local_address is device memory */
+    int ordinal;                       /* ... of this device */
+    void *stage;                       /* host copy of device bytes; freed on return */
+    struct mca_btl_devmem_txmem *txmem; /* GET_RESP sent with devmem TX from it (held) */
+    uint64_t tx_off;                   /* ... starting at this offset of its region */
+    size_t tx_queued, tx_done;         /* ... bytes the kernel took, and has completed */
 } mca_btl_devmem_frag_t;
 
 OBJ_CLASS_DECLARATION(mca_btl_devmem_frag_t);
@@ -54,8 +62,10 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
 
 /* The answer to GET_REQ h: a GET_RESP whose payload is h->size bytes at h->addr in our
- * memory, in place, ready to queue. NULL when out of fragments. */
-mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h);
+ * memory, in place (device memory: copied to host memory first), ready to queue. NULL with
+ * why filled when out of memory or the copy failed. */
+mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h,
+                                                    char *why, size_t whylen);
 
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);

@@ -15,6 +15,7 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_reg.h"
 
 int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
@@ -138,6 +139,36 @@ static int btl_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t
  * Contiguous data is sent where it lies (a second segment pointing at the user buffer);
  * anything else is packed into the fragment.
  */
+/* Contiguous device memory: the CPU cannot pack it, the GPU copies it into the fragment. */
+static mca_btl_base_descriptor_t *prepare_device_src(struct opal_convertor_t *convertor,
+                                                     void *src, int ordinal, size_t reserve,
+                                                     size_t *size, size_t max_data,
+                                                     uint32_t flags)
+{
+    mca_btl_devmem_frag_t *frag = mca_btl_devmem_frag_alloc(reserve + max_data);
+    size_t pos = convertor->bConverted + max_data;
+    char why[DEVMEM_ERR_MSG_MAX + 64] = "the convertor refused to advance";
+
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    if (0 != mca_btl_devmem_mem_copy((char *) mca_btl_devmem_frag_data(frag) + reserve, src,
+                                     max_data, ordinal, why, sizeof(why))
+        || OPAL_SUCCESS != opal_convertor_set_position(convertor, &pos)) {
+        opal_output(0, "btl:devmem: sending from device memory: %s", why);
+        mca_btl_devmem_frag_return(frag);
+        return NULL;
+    }
+    mca_btl_devmem_component.stats.dev_staged += max_data;
+    frag->segments[0].seg_addr.pval = mca_btl_devmem_frag_data(frag);
+    frag->segments[0].seg_len = reserve + max_data;
+    frag->base.des_segment_count = 1;
+    frag->base.des_flags = flags;
+    frag->base.order = MCA_BTL_NO_ORDER;
+    *size = max_data;
+    return &frag->base;
+}
+
 static mca_btl_base_descriptor_t *btl_prepare_src(struct mca_btl_base_module_t *btl,
                                                   struct mca_btl_base_endpoint_t *ep,
                                                   struct opal_convertor_t *convertor,
@@ -149,9 +180,17 @@ static mca_btl_base_descriptor_t *btl_prepare_src(struct mca_btl_base_module_t *
     uint32_t iov_count = 1;
     size_t max_data = *size;
     bool in_place = !opal_convertor_need_buffers(convertor);
+    void *src = NULL;
+    int ordinal = -1;
 
     if (reserve + max_data > btl->btl_max_send_size) {
         max_data = btl->btl_max_send_size - reserve;
+    }
+    if (in_place && max_data > 0) {
+        opal_convertor_get_current_pointer(convertor, &src);
+        if (mca_btl_devmem_mem_is_device(src, &ordinal)) {
+            return prepare_device_src(convertor, src, ordinal, reserve, size, max_data, flags);
+        }
     }
     frag = mca_btl_devmem_frag_alloc(in_place ? reserve : reserve + max_data);
     if (OPAL_UNLIKELY(NULL == frag)) {
@@ -217,6 +256,15 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
      * connection): answering "busy" here would only make the PML retry sendi forever. */
     if (total > btl->btl_eager_limit) {
         return OPAL_ERR_RESOURCE_BUSY;
+    }
+    if (payload_size > 0) {
+        void *p = NULL;
+
+        /* the PML's pack would read device memory with the CPU: let prepare_src do it */
+        opal_convertor_get_current_pointer(convertor, &p);
+        if (mca_btl_devmem_mem_is_device(p, NULL)) {
+            return OPAL_ERR_RESOURCE_BUSY;
+        }
     }
     frag = mca_btl_devmem_frag_alloc(total);
     if (OPAL_UNLIKELY(NULL == frag)) {
@@ -319,6 +367,12 @@ static int btl_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *e
     get->cbdata = cbdata;
     get->endpoint = ep;
     get->hdr.size = (uint32_t) size;
+    if (NULL != local_handle) {
+        get->dst_dev = MCA_BTL_DEVMEM_MEM_DEVICE == local_handle->kind;
+        get->ordinal = local_handle->ordinal;
+    } else {
+        get->dst_dev = mca_btl_devmem_mem_is_device(local_address, &get->ordinal);
+    }
 
     req->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
     mca_btl_devmem_frag_prepare_write(req);
@@ -331,7 +385,13 @@ static int btl_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *e
     get->hdr.id = req->hdr.id = ep->next_get_id++;
     if (mca_btl_devmem_devflow_get(ep, get)) {
         req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+    } else if (get->dst_dev && NULL == (get->stage = malloc(size))) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        mca_btl_devmem_frag_return(get);
+        mca_btl_devmem_frag_return(req);
+        return OPAL_ERR_OUT_OF_RESOURCE;
     } else {
+        /* the control connection lands it in host memory: staged when it is for the GPU */
         opal_list_append(&ep->pending_gets, &get->base.super.super);
         if (NULL != ep->module->dev) {
             mca_btl_devmem_component.stats.fallbacks++;
@@ -380,8 +440,10 @@ mca_btl_devmem_module_t mca_btl_devmem_module_template = {
         .btl_rdma_pipeline_send_length = 128 * 1024,
         .btl_rdma_pipeline_frag_size = 2 * 1024 * 1024,
         .btl_min_rdma_pipeline_size = 0,
-        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT
-                     | MCA_BTL_FLAGS_GET,
+        /* GET without PUT: with register_mem, ob1 takes a PUT BTL off the RGET protocol
+         * (unless leave_pinned), and RGET is the one path device buffers can take */
+        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_GET,
+        .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
         .btl_get_limit = 16 * 1024 * 1024,
         .btl_put_limit = 16 * 1024 * 1024,
         .btl_latency = 100,
@@ -396,6 +458,8 @@ mca_btl_devmem_module_t mca_btl_devmem_module_template = {
         .btl_sendi = btl_sendi,
         .btl_put = btl_put,
         .btl_get = btl_get,
+        .btl_register_mem = mca_btl_devmem_register_mem,
+        .btl_deregister_mem = mca_btl_devmem_deregister_mem,
         .btl_dump = btl_dump,
         .btl_register_error = register_error,
 #if BTL_VERSION < 330

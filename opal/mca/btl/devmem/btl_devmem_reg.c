@@ -1,0 +1,313 @@
+/*
+ * Memory registration and the devmem TX cache (see btl_devmem_reg.h).
+ */
+#include "opal_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btl_devmem_dev.h"
+#include "btl_devmem_reg.h"
+
+#include "devmem/cudrv.h"
+
+/* Unheld entries kept for reuse; beyond this the oldest unheld one goes. */
+#define TXMEM_CACHE_MAX 32
+
+/* Cache entries, most recently used first. */
+static opal_list_t txmem_list;
+static bool txmem_ready;
+
+bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal)
+{
+    struct devmem_cuda_ptr info;
+    struct devmem_err e;
+    int rc = devmem_cuda_ptr_query(ptr, &info, &e);
+
+    if (rc < 0) {
+        DEVMEM_VERBOSE(1, "cannot tell what memory %p is, taking it for host memory: %s", ptr,
+                       e.msg);
+        return false;
+    }
+    if (1 == rc && NULL != ordinal) {
+        *ordinal = info.ordinal;
+    }
+    return 1 == rc;
+}
+
+int mca_btl_devmem_mem_copy(void *dst, const void *src, size_t len, int ordinal, char *why,
+                            size_t whylen)
+{
+    struct devmem_err e;
+
+    if (0 != devmem_cuda_copy(ordinal, dst, src, len, &e)) {
+        snprintf(why, whylen, "copying %zu bytes to or from device memory: %s", len, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the TX cache */
+
+static void txmem_free(struct mca_btl_devmem_txmem *t)
+{
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        if (0 != t->tx_id[i] && NULL != k) {
+            struct devmem_err e;
+
+            if (0 != k->ops->unbind(k, t->tx_id[i], &e)) {
+                DEVMEM_VERBOSE(1, "releasing TX binding %u: %s", t->tx_id[i], e.msg);
+            }
+        }
+    }
+    devmem_region_release(&t->region);
+    free(t->tx_id);
+    free(t->tx_failed);
+    OBJ_DESTRUCT(&t->super);
+    free(t);
+}
+
+static void txmem_retire(struct mca_btl_devmem_txmem *t)
+{
+    if (!t->retired) {
+        opal_list_remove_item(&txmem_list, &t->super);
+        t->retired = true;
+    }
+    if (0 == t->refs) {
+        txmem_free(t);
+    }
+}
+
+/* Keep at most TXMEM_CACHE_MAX entries nobody holds. */
+static void txmem_trim(void)
+{
+    size_t unheld = 0;
+    opal_list_item_t *item, *prev;
+
+    OPAL_LIST_FOREACH(item, &txmem_list, opal_list_item_t) {
+        unheld += 0 == ((struct mca_btl_devmem_txmem *) item)->refs;
+    }
+    for (item = opal_list_get_last(&txmem_list);
+         unheld > TXMEM_CACHE_MAX && item != opal_list_get_end(&txmem_list); item = prev) {
+        prev = opal_list_get_prev(item);
+        if (0 == ((struct mca_btl_devmem_txmem *) item)->refs) {
+            txmem_retire((struct mca_btl_devmem_txmem *) item);
+            unheld--;
+        }
+    }
+}
+
+static struct mca_btl_devmem_txmem *txmem_new(uint64_t base, size_t size, uint64_t buffer_id,
+                                              int ordinal)
+{
+    const struct devmem_provider *p = ordinal >= 0 ? &devmem_provider_cuda
+                                                   : &devmem_provider_host;
+    struct mca_btl_devmem_txmem *t = calloc(1, sizeof(*t));
+    int n = mca_btl_devmem_component.num_modules;
+    struct devmem_err e;
+
+    if (NULL == t || NULL == (t->tx_id = calloc((size_t) n + 1, sizeof(*t->tx_id)))
+        || NULL == (t->tx_failed = calloc((size_t) n + 1, sizeof(*t->tx_failed)))) {
+        if (NULL != t) {
+            free(t->tx_id);
+            free(t);
+        }
+        return NULL;
+    }
+    OBJ_CONSTRUCT(&t->super, opal_list_item_t);
+    t->base = base;
+    t->size = size;
+    t->buffer_id = buffer_id;
+    t->ordinal = ordinal;
+    if (0 != p->export_range(&t->region, base, size, &e)) {
+        /* no dmabuf: every send from it is staged through host memory */
+        DEVMEM_VERBOSE(1, "devmem TX off for [0x%llx, +%zu): %s", (unsigned long long) base,
+                       size, e.msg);
+        for (int i = 0; i < n; i++) {
+            t->tx_failed[i] = true;
+        }
+    }
+    opal_list_prepend(&txmem_list, &t->super);
+    return t;
+}
+
+static struct mca_btl_devmem_txmem *txmem_find(uint64_t addr, size_t len)
+{
+    opal_list_item_t *item;
+
+    OPAL_LIST_FOREACH(item, &txmem_list, opal_list_item_t) {
+        struct mca_btl_devmem_txmem *t = (struct mca_btl_devmem_txmem *) item;
+
+        if (addr >= t->base && addr - t->base + len <= t->size) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* The entry for [addr, addr+len), entered when missing; NULL for host memory that devmem TX
+ * does not serve. Not held. */
+static struct mca_btl_devmem_txmem *txmem_lookup(uint64_t addr, size_t len, bool check_reuse)
+{
+    size_t ps = devmem_page_size();
+    struct mca_btl_devmem_txmem *t;
+    struct devmem_cuda_ptr info;
+    struct devmem_err e;
+    int rc;
+
+    if (!txmem_ready) {
+        OBJ_CONSTRUCT(&txmem_list, opal_list_t);
+        txmem_ready = true;
+    }
+    rc = devmem_cuda_ptr_query((const void *) (uintptr_t) addr, &info, &e);
+    if (1 == rc) {
+        t = txmem_find(addr, len);
+        if (NULL != t && check_reuse && t->buffer_id != info.buffer_id) {
+            txmem_retire(t); /* freed and allocated again: a different dmabuf */
+            t = NULL;
+        }
+        if (NULL == t) {
+            /* the whole allocation, rounded to pages (allocations are page-aligned) */
+            t = txmem_new(info.base, (info.size + ps - 1) / ps * ps, info.buffer_id,
+                          info.ordinal);
+        }
+    } else if (mca_btl_devmem_component.tx_host
+               && NULL != mca_btl_devmem_dev_kernel()
+               && DEVMEM_KERNEL_EMULATED == mca_btl_devmem_dev_kernel()->kind) {
+        /* host memory standing in for device memory: a page-rounded view of the range */
+        uint64_t lo = addr / ps * ps, hi = (addr + len + ps - 1) / ps * ps;
+
+        t = txmem_find(addr, len);
+        if (NULL == t) {
+            t = txmem_new(lo, (size_t) (hi - lo), 0, -1);
+        }
+    } else {
+        return NULL;
+    }
+    if (NULL != t && opal_list_get_first(&txmem_list) != &t->super) {
+        opal_list_remove_item(&txmem_list, &t->super);
+        opal_list_prepend(&txmem_list, &t->super);
+    }
+    return t;
+}
+
+struct mca_btl_devmem_txmem *mca_btl_devmem_txmem_get(uint64_t addr, size_t len)
+{
+    struct mca_btl_devmem_txmem *t = txmem_lookup(addr, len, false);
+
+    if (NULL != t) {
+        t->refs++;
+    }
+    return t;
+}
+
+void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t)
+{
+    if (NULL == t) {
+        return;
+    }
+    if (0 == --t->refs) {
+        if (t->retired) {
+            txmem_free(t);
+        } else {
+            txmem_trim();
+        }
+    }
+}
+
+uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
+                                      mca_btl_devmem_module_t *m)
+{
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    struct devmem_bind_req req = {0};
+    struct devmem_err e;
+    uint32_t i = m->index;
+
+    if (t->tx_failed[i] || 0 != t->tx_id[i]) {
+        return t->tx_id[i];
+    }
+    if (NULL == k || NULL == m->dev) {
+        t->tx_failed[i] = true;
+        return 0;
+    }
+    req.ifindex = m->itf.ifindex;
+    req.region = &t->region;
+    if (0 != k->ops->bind_tx(k, &req, &t->tx_id[i], &e)) {
+        t->tx_id[i] = 0;
+        t->tx_failed[i] = true;
+        DEVMEM_VERBOSE(1, "devmem TX off on %s for a %zu-byte %s allocation, gets from it are "
+                       "staged through host memory: %s", m->itf.name, t->size,
+                       t->ordinal >= 0 ? "device" : "host", e.msg);
+        return 0;
+    }
+    DEVMEM_VERBOSE(10, "TX binding %u on %s: [0x%llx, +%zu)", t->tx_id[i], m->itf.name,
+                   (unsigned long long) t->base, t->size);
+    return t->tx_id[i];
+}
+
+void mca_btl_devmem_reg_fini(void)
+{
+    opal_list_item_t *item;
+
+    if (!txmem_ready) {
+        return;
+    }
+    while (NULL != (item = opal_list_remove_first(&txmem_list))) {
+        struct mca_btl_devmem_txmem *t = (struct mca_btl_devmem_txmem *) item;
+
+        if (0 != t->refs) {
+            DEVMEM_VERBOSE(1, "a TX allocation is still held %d time(s) at finalize", t->refs);
+        }
+        txmem_free(t);
+    }
+    OBJ_DESTRUCT(&txmem_list);
+    txmem_ready = false;
+}
+
+/* ---------------------------------------------------------------- register_mem */
+
+/* What deregister_mem needs back: the handle first, so that the two convert. */
+struct devmem_reg {
+    struct mca_btl_base_registration_handle_t handle;
+    struct mca_btl_devmem_txmem *txmem; /* held, or NULL */
+};
+
+mca_btl_base_registration_handle_t *mca_btl_devmem_register_mem(
+    struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *base,
+    size_t size, uint32_t flags)
+{
+    struct devmem_reg *reg = calloc(1, sizeof(*reg));
+    int ordinal = -1;
+
+    if (NULL == reg) {
+        return NULL;
+    }
+    reg->handle.base = (uint64_t) (uintptr_t) base;
+    reg->handle.kind = mca_btl_devmem_mem_is_device(base, &ordinal) ? MCA_BTL_DEVMEM_MEM_DEVICE
+                                                                    : MCA_BTL_DEVMEM_MEM_HOST;
+    reg->handle.ordinal = ordinal;
+    if ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && size > 0) {
+        /* a source of gets: enter it now, so that the answer finds its dmabuf ready */
+        reg->txmem = txmem_lookup((uint64_t) (uintptr_t) base, size, true);
+        if (NULL != reg->txmem) {
+            reg->txmem->refs++;
+        }
+    }
+    return &reg->handle;
+}
+
+int mca_btl_devmem_deregister_mem(struct mca_btl_base_module_t *btl,
+                                  mca_btl_base_registration_handle_t *handle)
+{
+    struct devmem_reg *reg = (struct devmem_reg *) handle;
+
+    if (NULL != reg) {
+        mca_btl_devmem_txmem_put(reg->txmem);
+        free(reg);
+    }
+    return OPAL_SUCCESS;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# MPI point-to-point with CUDA buffers (D D, D H, H D) through btl_devmem, with the Open MPI
+# parameter set for GPU buffers (contrib/devmem-device-buffers.conf: every non-empty
+# message by RGET), the emulated kernel ABI, and the RX pool in GPU memory (a real CUDA
+# allocation exported as a dmabuf). Device sources are registered, exported as dmabufs and
+# sent with (emulated) devmem TX; the RX pool's fragments are gathered into the destination
+# on the GPU before their tokens go back.
+# Checked per rank: every byte of every message and echo (in gpubuf), the device path on,
+# tokens balanced, get bytes through dmabuf fragments, GPU gathers, devmem TX from the
+# device-memory side. Skips without an NVIDIA GPU and driver.
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+
+[ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "GPU buffers take btl_devmem's RGET path (btl: $DEVMEM_TEST_BTL)"
+devmem_require_programs gpubuf
+probe="$DEVMEM_BUILD/test/unit/test_cuda"
+if [ -x "$probe" ]; then
+    "$probe" >"$DEVMEM_TEST_TMP/gpu-probe.log" 2>&1
+    [ $? -eq 77 ] && devmem_skip "no NVIDIA GPU: $(grep -m1 SKIP "$DEVMEM_TEST_TMP/gpu-probe.log")"
+elif ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+    devmem_skip "no NVIDIA driver (libcuda.so.1) on this machine"
+fi
+DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_SRC/contrib/devmem-device-buffers.conf"
+    --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+    --mca btl_devmem_rx_provider cuda --mca btl_devmem_stats 1)
+
+for pair in "D D" "D H" "H D"; do
+    read -r a b <<<"$pair"
+    devmem_mpi_test gpubuf 2 -- -a "$a" -b "$b" -m 64M || continue
+    devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+    kinds=("$a" "$b")
+    for r in 0 1; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" get_dmabuf -gt 0
+        # the pool is GPU memory: every get is gathered by the GPU, whatever the destination
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_calls -gt 0
+        if [ "${kinds[$r]}" = D ]; then
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt 0
+        fi
+    done
+done
+devmem_finish
