@@ -150,23 +150,27 @@ static struct mca_btl_devmem_txmem *txmem_find(uint64_t addr, size_t len)
 }
 
 /* The entry for [addr, addr+len), entered when missing; NULL for host memory that devmem TX
- * does not serve. Not held. */
+ * does not serve. check_reuse (registration): ask the driver whether a cached device entry
+ * still names the same allocation; an answer to a get trusts the entry its registration
+ * made, so it asks the driver only on a miss. Not held. */
 static struct mca_btl_devmem_txmem *txmem_lookup(uint64_t addr, size_t len, bool check_reuse)
 {
     size_t ps = devmem_page_size();
     struct mca_btl_devmem_txmem *t;
     struct devmem_cuda_ptr info;
     struct devmem_err e;
-    int rc;
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
 
     if (!txmem_ready) {
         OBJ_CONSTRUCT(&txmem_list, opal_list_t);
         txmem_ready = true;
     }
-    rc = devmem_cuda_ptr_query((const void *) (uintptr_t) addr, &info, &e);
-    if (1 == rc) {
-        t = txmem_find(addr, len);
-        if (NULL != t && check_reuse && t->buffer_id != info.buffer_id) {
+    t = txmem_find(addr, len);
+    if (NULL != t && (!check_reuse || t->ordinal < 0)) {
+        goto found;
+    }
+    if (1 == devmem_cuda_ptr_query((const void *) (uintptr_t) addr, &info, &e)) {
+        if (NULL != t && t->buffer_id != info.buffer_id) {
             txmem_retire(t); /* freed and allocated again: a different dmabuf */
             t = NULL;
         }
@@ -175,19 +179,17 @@ static struct mca_btl_devmem_txmem *txmem_lookup(uint64_t addr, size_t len, bool
             t = txmem_new(info.base, (info.size + ps - 1) / ps * ps, info.buffer_id,
                           info.ordinal);
         }
-    } else if (mca_btl_devmem_component.tx_host
-               && NULL != mca_btl_devmem_dev_kernel()
-               && DEVMEM_KERNEL_EMULATED == mca_btl_devmem_dev_kernel()->kind) {
+    } else if (NULL == t && mca_btl_devmem_component.tx_host && NULL != k
+               && DEVMEM_KERNEL_EMULATED == k->kind) {
         /* host memory standing in for device memory: a page-rounded view of the range */
         uint64_t lo = addr / ps * ps, hi = (addr + len + ps - 1) / ps * ps;
 
-        t = txmem_find(addr, len);
-        if (NULL == t) {
-            t = txmem_new(lo, (size_t) (hi - lo), 0, -1);
-        }
-    } else {
-        return NULL;
+        t = txmem_new(lo, (size_t) (hi - lo), 0, -1);
+    } else if (NULL != t && t->ordinal >= 0) {
+        txmem_retire(t); /* no longer device memory: the allocation is gone */
+        t = NULL;
     }
+found:
     if (NULL != t && opal_list_get_first(&txmem_list) != &t->super) {
         opal_list_remove_item(&txmem_list, &t->super);
         opal_list_prepend(&txmem_list, &t->super);

@@ -12,6 +12,7 @@
 #include "cudrv.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -260,19 +261,40 @@ cleanup:
     return 0;
 }
 
+/* dl_iterate_phdr callbacks: the first reports the loader's count of objects ever added,
+ * the second looks for the driver among those loaded now. */
+static int loader_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    *(unsigned long long *) arg = info->dlpi_adds;
+    return 1;
+}
+
+static int is_libcuda(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    const char *base = NULL != info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+    base = NULL != base ? base + 1 : info->dlpi_name;
+    return NULL != base && 0 == strncmp(base, "libcuda.so", 10);
+}
+
 int devmem_cuda_in_process(void)
 {
-    void *h;
+    /* On every send path, so it must be cheap: look at the loaded objects again only when
+     * the loader added some since the last look (a dlopen with RTLD_NOLOAD of a library
+     * that is absent searches the file system: tens of microseconds). */
+    static unsigned long long seen_adds = ~0ull;
+    static int seen;
+    unsigned long long adds = 0;
 
     if (1 == cuda.state) {
         return 1;
     }
-    h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (NULL == h) {
-        return 0;
+    (void) dl_iterate_phdr(loader_adds, &adds);
+    if (adds != seen_adds) {
+        seen_adds = adds;
+        seen = 0 != dl_iterate_phdr(is_libcuda, NULL);
     }
-    dlclose(h);
-    return 1;
+    return seen;
 }
 
 int devmem_cuda_device_count(int *n, struct devmem_err *err)
