@@ -11,7 +11,9 @@
 #                          ranks there and NB on the second "host" (launched through
 #                          netns-agent.sh in the second namespace, hostname $NETNS_HOST_B);
 #                          Open MPI's out-of-band and the BTL restricted to the veth,
-#                          mpi_yield_when_idle 1, the test's BTL list and extra arguments
+#                          mpi_yield_when_idle $NETNS_YIELD (default 1: busy ranks on 2 cores
+#                          otherwise starve the veth's packet processing; the benchmarks also
+#                          run with 0), the test's BTL list and extra arguments
 #   netns_link_bytes       bytes sent on the veth so far, both directions together
 #   netns_cleanup          what the exit trap does (idempotent)
 #
@@ -129,6 +131,6 @@ netns_mpirun() {
         mpirun --oversubscribe -np $((na + nb)) --host "$NETNS_HOST_A:$na,$NETNS_HOST_B:$nb" \
         --mca plm_rsh_agent "$NETNS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include "$NETNS_LINK" \
-        --mca mpi_yield_when_idle 1 --mca orte_report_silent_errors 1 \
+        --mca mpi_yield_when_idle "${NETNS_YIELD:-1}" --mca orte_report_silent_errors 1 \
         "${DEVMEM_MCA_ARGS[@]}" "${btl_args[@]}" "$@"
 }

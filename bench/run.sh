@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# btl/devmem against btl/tcp and raw TCP, interleaved in one run, with medians, spreads and
+# ratios per size. Not part of the test suite; never asserts a timing.
+#
+#   bench/run.sh [--quick] [--settings lo,ns,tbf] [--yield 0,1] [--kinds lat,bw,bibw,rate]
+#                [--sizes LIST] [--reps N] [--scale X] [--limit SECS] [--netpipe] [--out DIR]
+#
+# Settings: lo (both ranks on this host, loopback), ns (two namespaced "hosts" over a veth
+# pair), tbf (the same veth shaped by tc tbf at 10 Gbit/s). Each setting runs with Open MPI's
+# defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for both BTLs.
+# Per repetition every transport runs once, in turn (devmem, tcp, raw TCP busy, raw TCP
+# blocking), so that a slow minute of the machine hits all of them alike.
+#
+# Writes DIR/results.csv (every figure), DIR/summary.txt (the table printed at the end) and,
+# with gnuplot, DIR/<setting>-y<yield>-<kind>.png. Needs a build (DEVMEM_BUILD, default
+# <repo>/build, with `make install` done) and root for the namespaces.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../test/lib/testlib.sh
+. "$here/../test/lib/testlib.sh"
+
+settings=lo,ns,tbf yields=0,1 kinds=lat,bw,rate reps=3 scale=0.3 limit=1 netpipe=0
+sizes=1,8,64,512,4k,32k,256k,1m,4m,16m,64m
+out=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) reps=1 scale=0.1 limit=0.3 sizes=8,4k,64k,1m,4m,64m ;;
+        --settings) settings=$2; shift ;;
+        --yield) yields=$2; shift ;;
+        --kinds) kinds=$2; shift ;;
+        --sizes) sizes=$2; shift ;;
+        --reps) reps=$2; shift ;;
+        --scale) scale=$2; shift ;;
+        --limit) limit=$2; shift ;;
+        --netpipe) netpipe=1 ;;
+        --out) out=$2; shift ;;
+        -h | --help) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
+        *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+out=${out:-$DEVMEM_SRC/bench/results/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out" || exit 1
+csv=$out/results.csv
+log=$out/run.log
+MPIB=$DEVMEM_BUILD/bench/mpi_bench
+TCPB=$DEVMEM_BUILD/bench/tcp_bench
+for p in "$MPIB" "$TCPB"; do
+    [ -x "$p" ] || { echo "run.sh: $p not built (make -C $DEVMEM_BUILD)" >&2; exit 1; }
+done
+[ -d "$DEVMEM_PREFIX/lib/openmpi" ] || { echo "run.sh: component not installed in $DEVMEM_PREFIX" >&2; exit 1; }
+echo "setting,yield,transport,kind,rep,size,usec,MBps,msgps" >"$csv"
+: >"$log"
+echo "bench: results in $out"
+{
+    echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -r), $(nproc) cores,"\
+        "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)"
+    echo "# Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -n1),"\
+        "btl_devmem $(git -C "$DEVMEM_SRC" describe --always --dirty 2>/dev/null)"
+    echo "# reps=$reps scale=$scale limit=${limit}s sizes=$sizes"
+} >"$out/machine.txt"
+
+# record SETTING YIELD TRANSPORT KIND REP FILE: result lines of FILE into the CSV
+record() {
+    awk -v pre="$1,$2,$3,$4,$5" '$1 ~ /^(lat|bw|bibw|rate)$/ {
+        for (i = 3; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        print pre "," $2 "," v["usec"] "," v["MBps"] "," v["msgps"] }' "$6" >>"$csv"
+}
+
+# run_mpi SETTING YIELD BTL KIND REP: one mpi_bench run
+run_mpi() {
+    local setting=$1 y=$2 btl=$3 kind=$4 rep=$5 np=2 f rc
+    f=$DEVMEM_TEST_TMP/mpi.out
+    [ "$kind" = rate ] && np=4
+    local args=(-t "$kind" -s "$sizes" -x "$scale" -T "$limit")
+    if [ "$setting" = lo ]; then
+        devmem_mpirun 900 -np "$np" --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
+            --mca mpi_yield_when_idle "$y" "$MPIB" "${args[@]}" >"$f" 2>&1
+    else
+        DEVMEM_MCA_ARGS=(--mca btl "$btl,self") DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y \
+            netns_mpirun 900 $((np / 2)) $((np / 2)) "$MPIB" "${args[@]}" >"$f" 2>&1
+    fi
+    rc=$?
+    cat "$f" >>"$log"
+    [ "$rc" -eq 0 ] || echo "bench: $setting yield=$y $btl $kind failed (exit $rc), see $log"
+    record "$setting" "$y" "$btl" "$kind" "$rep" "$f"
+}
+
+# run_raw SETTING MODE KIND REP: one tcp_bench run (busy or block)
+run_raw() {
+    local setting=$1 mode=$2 kind=$3 rep=$4 srv=$DEVMEM_TEST_TMP/srv.out f=$DEVMEM_TEST_TMP/raw.out
+    local addr=127.0.0.1 sns=() cns=() port= spid
+    if [ "$setting" != lo ]; then
+        addr=$NETNS_ADDR_B sns=(ip netns exec "$NETNS_B") cns=(ip netns exec "$NETNS_A")
+    fi
+    timeout 900 "${sns[@]}" "$TCPB" -l -a "$addr" -p 0 >"$srv" 2>&1 &
+    spid=$!
+    for _ in $(seq 50); do
+        port=$(sed -n 's/.* port \([0-9]*\)$/\1/p' "$srv")
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    if [ -z "$port" ]; then
+        echo "bench: the raw TCP server did not start: $(cat "$srv")"
+        kill "$spid" 2>/dev/null
+        return
+    fi
+    timeout 900 "${cns[@]}" "$TCPB" -c "$addr" -p "$port" -t "$kind" -m "$mode" -s "$sizes" \
+        -x "$scale" -T "$limit" >"$f" 2>&1 || echo "bench: raw TCP $mode $kind failed, see $log"
+    wait "$spid" 2>/dev/null
+    cat "$f" >>"$log"
+    # raw TCP has no yield setting: its rows count for both
+    for y in ${yields//,/ }; do
+        record "$setting" "$y" "raw-$mode" "$kind" "$rep" "$f"
+    done
+}
+
+run_netpipe() {
+    local setting=$1 y=$2 btl=$3 f=$DEVMEM_TEST_TMP/np.out
+    rm -f "$f"
+    if [ "$setting" = lo ]; then
+        devmem_mpirun 900 -np 2 --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
+            --mca mpi_yield_when_idle "$y" NPopenmpi -u 67108864 -o "$f" >>"$log" 2>&1
+    else
+        DEVMEM_MCA_ARGS=(--mca btl "$btl,self") DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y \
+            netns_mpirun 900 1 1 NPopenmpi -u 67108864 -o "$f" >>"$log" 2>&1
+    fi
+    # NetPIPE: bytes, Mbit/s, seconds (half a round trip); its powers of two only
+    [ -f "$f" ] && awk -v pre="$setting,$y,$btl,netpipe,1" '
+        { n = $1; while (n > 1 && n % 2 == 0) n /= 2 }
+        n == 1 { printf "%s,%d,%.3f,%.2f,%.0f\n", pre, $1, $3 * 1e6, $2 / 8, 1 / $3 }' "$f" >>"$csv"
+}
+
+for setting in ${settings//,/ }; do
+    case "$setting" in
+        lo) ;;
+        ns) . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log" ;;
+        tbf)
+            if [ -z "${_netns_created[*]:-}" ]; then
+                . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log"
+            fi
+            netns_shape root tbf rate 10gbit burst 4mb latency 10ms >>"$log" ;;
+        *) echo "run.sh: unknown setting '$setting'" >&2; exit 2 ;;
+    esac
+    for rep in $(seq "$reps"); do
+        for kind in ${kinds//,/ }; do
+            for y in ${yields//,/ }; do
+                echo "bench: $setting rep $rep/$reps $kind yield=$y"
+                run_mpi "$setting" "$y" devmem "$kind" "$rep"
+                run_mpi "$setting" "$y" tcp "$kind" "$rep"
+            done
+            if [ "$kind" = lat ] || [ "$kind" = bw ]; then
+                run_raw "$setting" busy "$kind" "$rep"
+                run_raw "$setting" block "$kind" "$rep"
+            fi
+        done
+    done
+    if [ "$netpipe" = 1 ]; then
+        for y in ${yields//,/ }; do
+            echo "bench: $setting NetPIPE yield=$y"
+            run_netpipe "$setting" "$y" devmem
+            run_netpipe "$setting" "$y" tcp
+        done
+    fi
+done
+
+"$here/summarize.sh" "$csv" | tee "$out/summary.txt"
+if command -v gnuplot >/dev/null 2>&1; then
+    "$here/plot.sh" "$csv" "$out" && echo "bench: plots in $out"
+else
+    echo "bench: no plots (install gnuplot-nox)"
+fi
