@@ -2,12 +2,16 @@
 # btl/devmem against btl/tcp and raw TCP, interleaved in one run, with medians, spreads and
 # ratios per size. Not part of the test suite; never asserts a timing.
 #
-#   bench/run.sh [--quick] [--settings lo,ns,tbf] [--yield 0,1] [--kinds lat,bw,bibw,rate]
-#                [--sizes LIST] [--reps N] [--scale X] [--limit SECS] [--netpipe] [--out DIR]
+#   bench/run.sh [--quick] [--settings lo,ns,tbf,pinned] [--yield 0,1]
+#                [--kinds lat,bw,bibw,rate] [--sizes LIST] [--reps N] [--scale X]
+#                [--limit SECS] [--netpipe] [--out DIR]
 #
 # Settings: lo (both ranks on this host, loopback), ns (two namespaced "hosts" over a veth
-# pair), tbf (the same veth shaped by tc tbf at 10 Gbit/s). Each setting runs with Open MPI's
-# defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for both BTLs.
+# pair, ranks not bound), tbf (the same veth shaped by tc tbf at 10 Gbit/s), pinned (the veth
+# with Open MPI's default binding: each "host" binds its first rank to core 0, so the two
+# ranks share one core, as oversubscribed ranks do on a real node). Each setting runs with
+# Open MPI's defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for
+# both BTLs.
 # Per repetition every transport runs once, in turn (devmem, tcp, raw TCP busy, raw TCP
 # blocking), so that a slow minute of the machine hits all of them alike.
 #
@@ -19,7 +23,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../test/lib/testlib.sh
 . "$here/../test/lib/testlib.sh"
 
-settings=lo,ns,tbf yields=0,1 kinds=lat,bw,rate reps=3 scale=0.3 limit=1 netpipe=0
+settings=lo,ns,tbf,pinned yields=0,1 kinds=lat,bw,rate reps=3 scale=0.3 limit=1 netpipe=0
 sizes=1,8,64,512,4k,32k,256k,1m,4m,16m,64m
 out=
 while [ $# -gt 0 ]; do
@@ -67,6 +71,11 @@ record() {
         print pre "," $2 "," v["usec"] "," v["MBps"] "," v["msgps"] }' "$6" >>"$csv"
 }
 
+# Open MPI's default binding for the pinned setting, none for the others
+bind_of() {
+    [ "$1" = pinned ] && echo core || echo none
+}
+
 # run_mpi SETTING YIELD BTL KIND REP: one mpi_bench run
 run_mpi() {
     local setting=$1 y=$2 btl=$3 kind=$4 rep=$5 np=2 f rc
@@ -77,7 +86,8 @@ run_mpi() {
         devmem_mpirun 900 -np "$np" --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
             --mca mpi_yield_when_idle "$y" "$MPIB" "${args[@]}" >"$f" 2>&1
     else
-        DEVMEM_MCA_ARGS=(--mca btl "$btl,self") DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y \
+        DEVMEM_MCA_ARGS=(--mca btl "$btl,self")
+        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$setting") \
             netns_mpirun 900 $((np / 2)) $((np / 2)) "$MPIB" "${args[@]}" >"$f" 2>&1
     fi
     rc=$?
@@ -92,6 +102,9 @@ run_raw() {
     local addr=127.0.0.1 sns=() cns=() port= spid
     if [ "$setting" != lo ]; then
         addr=$NETNS_ADDR_B sns=(ip netns exec "$NETNS_B") cns=(ip netns exec "$NETNS_A")
+    fi
+    if [ "$setting" = pinned ]; then # both ends on core 0, like the pinned ranks
+        sns+=(taskset -c 0) cns+=(taskset -c 0)
     fi
     timeout 900 "${sns[@]}" "$TCPB" -l -a "$addr" -p 0 >"$srv" 2>&1 &
     spid=$!
@@ -122,7 +135,8 @@ run_netpipe() {
         devmem_mpirun 900 -np 2 --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
             --mca mpi_yield_when_idle "$y" NPopenmpi -u 67108864 -o "$f" >>"$log" 2>&1
     else
-        DEVMEM_MCA_ARGS=(--mca btl "$btl,self") DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y \
+        DEVMEM_MCA_ARGS=(--mca btl "$btl,self")
+        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$setting") \
             netns_mpirun 900 1 1 NPopenmpi -u 67108864 -o "$f" >>"$log" 2>&1
     fi
     # NetPIPE: bytes, Mbit/s, seconds (half a round trip); its powers of two only
@@ -134,12 +148,18 @@ run_netpipe() {
 for setting in ${settings//,/ }; do
     case "$setting" in
         lo) ;;
-        ns) . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log" ;;
+        ns | pinned)
+            if [ -z "${_netns_created[*]:-}" ]; then
+                . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log"
+            fi
+            if [ -n "${shaped:-}" ]; then
+                netns_unshape >>"$log"; shaped=
+            fi ;;
         tbf)
             if [ -z "${_netns_created[*]:-}" ]; then
                 . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log"
             fi
-            netns_shape root tbf rate 10gbit burst 4mb latency 10ms >>"$log" ;;
+            netns_shape root tbf rate 10gbit burst 4mb latency 10ms >>"$log"; shaped=1 ;;
         *) echo "run.sh: unknown setting '$setting'" >&2; exit 2 ;;
     esac
     for rep in $(seq "$reps"); do

@@ -6,14 +6,19 @@
 #                          namespaces cannot be made: not root, no ip/unshare); removes it all
 #                          again on exit, ^C or TERM
 #   netns_shape ARGS...    tc qdisc on the veth in both namespaces, e.g. root tbf rate 1gbit ...
+#   netns_unshape          remove that qdisc again
 #   netns_mpirun SECONDS NA NB MPIRUN-ARGS...
 #                          mpirun started in the first namespace (hostname $NETNS_HOST_A) with NA
 #                          ranks there and NB on the second "host" (launched through
 #                          netns-agent.sh in the second namespace, hostname $NETNS_HOST_B);
 #                          Open MPI's out-of-band and the BTL restricted to the veth,
-#                          mpi_yield_when_idle $NETNS_YIELD (default 1: busy ranks on 2 cores
-#                          otherwise starve the veth's packet processing; the benchmarks also
-#                          run with 0), the test's BTL list and extra arguments
+#                          --bind-to $NETNS_BIND (default none: each "host" would bind its
+#                          first rank to core 0, so two 1-rank hosts share one core and two
+#                          spinning ranks take turns of a whole time slice, 4 ms per message),
+#                          mpi_yield_when_idle $NETNS_YIELD (default 0 for btl/devmem, which
+#                          yields by itself when its connections are quiet; 1 for other BTLs,
+#                          since 2+2 ranks oversubscribe 2 cores), the test's BTL list and
+#                          extra arguments
 #   netns_link_bytes       bytes sent on the veth so far, both directions together
 #   netns_cleanup          what the exit trap does (idempotent)
 #
@@ -114,6 +119,14 @@ netns_shape() {
     echo "netns: both ends of $NETNS_LINK: $(tc -n "$NETNS_A" qdisc show dev "$NETNS_LINK" | head -n1)"
 }
 
+netns_unshape() {
+    local ns
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        tc -n "$ns" qdisc del dev "$NETNS_LINK" root 2>/dev/null
+    done
+    echo "netns: $NETNS_LINK unshaped"
+}
+
 netns_link_bytes() {
     local d=/sys/class/net/$NETNS_LINK/statistics
     ip netns exec "$NETNS_A" sh -c "echo \$(( \$(cat $d/tx_bytes) + \$(cat $d/rx_bytes) ))"
@@ -122,15 +135,20 @@ netns_link_bytes() {
 netns_mpirun() {
     local limit=$1 na=$2 nb=$3
     shift 3
-    local btl_args=()
+    local btl_args=() yield=${NETNS_YIELD:-}
     if [ -n "$DEVMEM_BTL_NAME" ]; then
         btl_args=(--mca "btl_${DEVMEM_BTL_NAME}_if_include" "$NETNS_LINK")
+    fi
+    if [ -z "$yield" ]; then
+        yield=1
+        [ "$DEVMEM_BTL_NAME" = devmem ] && yield=0
     fi
     timeout --kill-after=10 "$limit" \
         ip netns exec "$NETNS_A" unshare --uts -- "$NETNS_AGENT" --enter "$NETNS_HOST_A" \
         mpirun --oversubscribe -np $((na + nb)) --host "$NETNS_HOST_A:$na,$NETNS_HOST_B:$nb" \
         --mca plm_rsh_agent "$NETNS_AGENT" --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include "$NETNS_LINK" \
-        --mca mpi_yield_when_idle "${NETNS_YIELD:-1}" --mca orte_report_silent_errors 1 \
+        --bind-to "${NETNS_BIND:-none}" --mca mpi_yield_when_idle "$yield" \
+        --mca orte_report_silent_errors 1 \
         "${DEVMEM_MCA_ARGS[@]}" "${btl_args[@]}" "$@"
 }

@@ -85,6 +85,7 @@ struct mca_btl_devmem_stats {
     uint64_t gather_calls;    /* gathers that ran on the GPU (one per receive that needed it) */
     uint64_t dev_staged;      /* device-memory bytes copied through host memory */
     uint64_t gets_inflight_max; /* most gets outstanding on one device flow */
+    uint64_t idle_yields;     /* CPU given away while our connections were quiet */
 };
 
 typedef struct mca_btl_devmem_component_t {
@@ -115,6 +116,8 @@ typedef struct mca_btl_devmem_component_t {
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */
+    int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
+    int write_chunk;        /* most bytes per sendmsg, 0: no limit */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */
@@ -124,6 +127,7 @@ typedef struct mca_btl_devmem_component_t {
     opal_mutex_t lock;
     uint64_t secret;                             /* ours; published in the modex */
     opal_list_t pending_accepts;                 /* sockets still in the handshake */
+    uint64_t activity;                           /* events on our sockets (progress.c) */
 
     opal_free_list_t frags_eager; /* payload up to eager_limit */
     opal_free_list_t frags_max;   /* payload up to max_send_size */

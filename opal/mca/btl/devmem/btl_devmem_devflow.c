@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
 
 #include "devmem/copy.h"
@@ -470,6 +471,7 @@ static void tx_progress(mca_btl_devmem_endpoint_t *ep)
 
 static void tx_cb(int sd, short flags, void *arg)
 {
+    mca_btl_devmem_progress_activity();
     tx_progress(arg);
 }
 
@@ -481,6 +483,7 @@ static void txerr_cb(int sd, short flags, void *arg)
     size_t before = opal_list_get_size(&df->tx_wait);
     char c;
 
+    mca_btl_devmem_progress_activity();
     tx_progress(ep);
     if (NULL != ep->devflow && df->tx_sd >= 0 && before == opal_list_get_size(&df->tx_wait)
         && 0 == recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK)) {
@@ -700,6 +703,7 @@ static void rx_cb(int sd, short flags, void *arg)
     opal_list_item_t *item;
     int failed = 0;
 
+    mca_btl_devmem_progress_activity();
     OBJ_CONSTRUCT(&done, opal_list_t);
     for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed; round++) {
         struct devmem_err e;

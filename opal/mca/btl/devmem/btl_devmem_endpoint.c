@@ -33,6 +33,7 @@
 
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
 
 
@@ -110,6 +111,7 @@ static void events_attach(mca_btl_devmem_endpoint_t *ep, int sd)
     if (!ep->events_counted) {
         /* poll libevent on every opal_progress while this socket is live */
         opal_progress_event_users_increment();
+        mca_btl_devmem_progress_conn_up();
         ep->events_counted = true;
     }
 }
@@ -143,6 +145,7 @@ static void socket_close(mca_btl_devmem_endpoint_t *ep)
     send_event_set(ep, false);
     if (ep->events_counted) {
         opal_progress_event_users_decrement();
+        mca_btl_devmem_progress_conn_down();
         ep->events_counted = false;
     }
     if (ep->sd >= 0) {
@@ -332,6 +335,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
         OPAL_THREAD_UNLOCK(&ep->lock);
         return OPAL_ERR_UNREACH;
     case MCA_BTL_DEVMEM_EP_CONNECTED:
+        mca_btl_devmem_progress_activity(); /* what we send may need the kernel's time */
         if (opal_list_is_empty(&ep->send_queue)) {
             /* try to write it inline: the common case, and the fastest. Should it stay
              * queued, its completion needs a callback: flag it before it is visible. */
@@ -910,8 +914,11 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
 
 static void rx_progress(mca_btl_devmem_endpoint_t *ep)
 {
-    /* bounded, so one busy peer cannot starve the others */
+    /* Bounded, so one busy peer cannot starve the others. A read that comes back short has
+     * emptied the socket: stop there rather than pay a syscall for EAGAIN; the event is
+     * level-triggered and calls again when more arrives. */
     for (int round = 0; round < 64; round++) {
+        size_t want;
         ssize_t n;
 
         if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state && MCA_BTL_DEVMEM_EP_SHUTDOWN != ep->state) {
@@ -919,29 +926,34 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
         }
         if (MCA_BTL_DEVMEM_RX_BODY == ep->rx_state) {
             struct iovec iov[2] = {{ep->rdst, ep->rleft}, {ep->rbuf, ep->rcap}};
+            want = ep->rleft + ep->rcap;
             n = readv(ep->sd, iov, 2);
             mca_btl_devmem_component.stats.recv_calls++;
             if (n > 0) {
                 if ((size_t) n < ep->rleft) {
                     ep->rdst += n;
                     ep->rleft -= n;
-                    continue;
+                } else {
+                    ep->rtail = (size_t) n - ep->rleft;
+                    ep->rleft = 0;
+                    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
+                    rx_complete(ep, &ep->rhdr, ep->rbig);
+                    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || rx_parse(ep) < 0) {
+                        return;
+                    }
                 }
-                ep->rtail = (size_t) n - ep->rleft;
-                ep->rleft = 0;
-                ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-                rx_complete(ep, &ep->rhdr, ep->rbig);
-                if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || rx_parse(ep) < 0) {
+                if ((size_t) n < want) {
                     return;
                 }
                 continue;
             }
         } else {
-            n = recv(ep->sd, ep->rbuf + ep->rtail, ep->rcap - ep->rtail, 0);
+            want = ep->rcap - ep->rtail;
+            n = recv(ep->sd, ep->rbuf + ep->rtail, want, 0);
             mca_btl_devmem_component.stats.recv_calls++;
             if (n > 0) {
                 ep->rtail += n;
-                if (rx_parse(ep) < 0) {
+                if (rx_parse(ep) < 0 || (size_t) n < want) {
                     return;
                 }
                 continue;
@@ -966,6 +978,7 @@ static void recv_cb(int sd, short flags, void *arg)
 {
     mca_btl_devmem_endpoint_t *ep = arg;
 
+    mca_btl_devmem_progress_activity();
     if (ep->in_recv) {
         return; /* a callback re-entered progress: the outer loop carries on */
     }
@@ -993,6 +1006,7 @@ static void send_cb(int sd, short flags, void *arg)
 {
     mca_btl_devmem_endpoint_t *ep = arg;
 
+    mca_btl_devmem_progress_activity();
     if (MCA_BTL_DEVMEM_EP_CONNECTING == ep->state) {
         connect_done(ep);
         return;

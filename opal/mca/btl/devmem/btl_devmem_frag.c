@@ -194,6 +194,9 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_
 int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
                                     bool *blocked)
 {
+    const size_t chunk = mca_btl_devmem_component.write_chunk > 0
+                             ? (size_t) mca_btl_devmem_component.write_chunk
+                             : SIZE_MAX;
     *blocked = false;
 
     while (!opal_list_is_empty(queue)) {
@@ -203,13 +206,18 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *don
         int cnt = 0;
         ssize_t n;
 
+        /* at most write_chunk bytes per call (see the parameter's help) */
         mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
-            for (int i = frag->iov_idx; i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX; i++) {
-                iov[cnt++] = frag->iov[i];
-                want += frag->iov[i].iov_len;
+            for (int i = frag->iov_idx;
+                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < chunk; i++) {
+                iov[cnt] = frag->iov[i];
+                if (iov[cnt].iov_len > chunk - want) {
+                    iov[cnt].iov_len = chunk - want;
+                }
+                want += iov[cnt++].iov_len;
             }
-            if (cnt == QUEUE_WRITE_IOV_MAX) {
+            if (cnt == QUEUE_WRITE_IOV_MAX || want >= chunk) {
                 break;
             }
         }

@@ -70,7 +70,8 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 
-/* Write as much of queue (frags, in wire order) to sd as it takes, in batched sendmsg calls.
+/* Write as much of queue (frags, in wire order) to sd as it takes, in batched sendmsg calls
+ * of at most btl_devmem_write_chunk bytes.
  * Fully written frags move to done; *blocked says the socket is full. 0 or -errno. */
 int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
                                     bool *blocked);
