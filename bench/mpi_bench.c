@@ -25,6 +25,7 @@
 
 static int rank, nranks;
 static int validate = 1;
+static int spoil;                 /* -X: rank 0 spoils its first checked payload (self-test) */
 static double time_limit = 2.0; /* -T: seconds of timed iterations per size */
 
 static void die(const char *fmt, const char *arg)
@@ -44,6 +45,16 @@ static void *alloc_or_die(size_t len)
     }
     memset(p, 0, len);
     return p;
+}
+
+/* Fill a payload that the receiver checks; with -X, rank 0 spoils the first one's last byte. */
+static void fill(char *buf, size_t size, uint64_t idx)
+{
+    bench_pat_fill(buf, size, idx);
+    if (spoil && 0 == rank && size > 0) {
+        buf[size - 1] ^= 0x5a;
+        spoil = 0;
+    }
 }
 
 static void check(const void *buf, size_t size, uint64_t idx, int from)
@@ -91,7 +102,7 @@ static void lat_iter(char *sbuf, char *rbuf, size_t size, uint64_t idx, int chec
 {
     if (0 == rank) {
         if (check_data) {
-            bench_pat_fill(sbuf, size, idx);
+            fill(sbuf, size, idx);
         }
         MPI_Send(sbuf, (int) size, MPI_BYTE, 1, DATA_TAG, MPI_COMM_WORLD);
         MPI_Recv(rbuf, (int) size, MPI_BYTE, 1, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -102,7 +113,7 @@ static void lat_iter(char *sbuf, char *rbuf, size_t size, uint64_t idx, int chec
         MPI_Recv(rbuf, (int) size, MPI_BYTE, 0, DATA_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (check_data) {
             check(rbuf, size, idx, 0);
-            bench_pat_fill(sbuf, size, idx + 1);
+            fill(sbuf, size, idx + 1);
         }
         MPI_Send(sbuf, (int) size, MPI_BYTE, 0, DATA_TAG, MPI_COMM_WORLD);
     }
@@ -131,7 +142,7 @@ static void window_iter(struct area *s, struct area *r, size_t size, int window,
     if (sending) {
         for (int j = 0; j < window; j++) {
             if (check_data) {
-                bench_pat_fill(slot(s, size, j), size, idx0 + (uint64_t) j);
+                fill(slot(s, size, j), size, idx0 + (uint64_t) j);
             }
             MPI_Isend(slot(s, size, j), (int) size, MPI_BYTE, peer, DATA_TAG, MPI_COMM_WORLD,
                       &reqs[n++]);
@@ -244,7 +255,7 @@ static void run_size(enum bench_kind kind, size_t size, double scale)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: mpi_bench -t lat|bw|bibw|rate [-s SIZES] [-x SCALE] [-T SECS] [-n]\n"
+            "usage: mpi_bench -t lat|bw|bibw|rate [-s SIZES] [-x SCALE] [-T SECS] [-n] [-X]\n"
             "  -t KIND   lat: ping-pong of ranks 0 and 1; bw / bibw: windows 0 -> 1 / both ways;\n"
             "            rate: np/2 pairs (r -> r + np/2), np even\n"
             "  -s SIZES  a list (8,1k,64k) or a range of powers of two (1-64m, the default)\n"
@@ -252,6 +263,8 @@ static void usage(void)
             "  -T SECS   at most about this long timed per size (default 2; 0: no limit)\n"
             "  -n        no data validation (by default one warmup iteration per size checks\n"
             "            every byte it receives)\n"
+            "  -X        self-test: rank 0 spoils one byte of its first checked message, so the\n"
+            "            check must fail and the job abort\n"
             "Output, one line per size: KIND SIZE usec=.. MBps=.. Gbps=.. msgps=..\n");
 }
 
@@ -266,13 +279,14 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    while (-1 != (opt = getopt(argc, argv, "t:s:x:T:nh"))) {
+    while (-1 != (opt = getopt(argc, argv, "t:s:x:T:nXh"))) {
         switch (opt) {
         case 't': kind = bench_kind_parse(optarg); break;
         case 's': size_arg = optarg; break;
         case 'x': scale = atof(optarg); break;
         case 'T': time_limit = atof(optarg); break;
         case 'n': validate = 0; break;
+        case 'X': spoil = 1; break;
         default:
             if (0 == rank) {
                 usage();

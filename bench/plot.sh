@@ -45,6 +45,7 @@ set terminal pngcairo size 900,600
 set output '$out/$grp.png'
 set title '$grp'
 set logscale x 2
+set format x '%.0b%B'
 set logscale y
 set xlabel 'message size (bytes)'
 set ylabel '$ylabel'
