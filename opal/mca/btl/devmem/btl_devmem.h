@@ -117,7 +117,7 @@ typedef struct mca_btl_devmem_component_t {
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */
     int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
-    int write_chunk;        /* most bytes per sendmsg, 0: no limit */
+    int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */
@@ -143,6 +143,7 @@ typedef struct mca_btl_devmem_module_t {
     uint32_t index;                /* position in the component's array and in the modex */
     uint32_t link;                 /* link number on this interface */
     struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
+    size_t write_chunk;            /* most bytes per sendmsg (btl_devmem_write_chunk) */
     int listen_fd;
     uint16_t listen_port;          /* host byte order */
     opal_event_t listen_event;

@@ -191,12 +191,9 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_
 /* iovecs per sendmsg: enough to batch many small frames, far below UIO_MAXIOV */
 #define QUEUE_WRITE_IOV_MAX 64
 
-int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
-                                    bool *blocked)
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk,
+                                    opal_list_t *done, bool *blocked)
 {
-    const size_t chunk = mca_btl_devmem_component.write_chunk > 0
-                             ? (size_t) mca_btl_devmem_component.write_chunk
-                             : SIZE_MAX;
     *blocked = false;
 
     while (!opal_list_is_empty(queue)) {
@@ -206,7 +203,7 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *don
         int cnt = 0;
         ssize_t n;
 
-        /* at most write_chunk bytes per call (see the parameter's help) */
+        /* at most `chunk` bytes per call */
         mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
             for (int i = frag->iov_idx;
@@ -266,7 +263,7 @@ int mca_btl_devmem_frag_queue_drain(int sd, opal_list_t *queue, opal_list_t *don
     for (int tries = 0; tries < 200 && !opal_list_is_empty(queue); tries++) {
         struct pollfd pfd = {.fd = sd, .events = POLLOUT};
         bool blocked = false;
-        int rc = mca_btl_devmem_frag_queue_write(sd, queue, done, &blocked);
+        int rc = mca_btl_devmem_frag_queue_write(sd, queue, SIZE_MAX, done, &blocked);
 
         if (rc < 0) {
             return rc;

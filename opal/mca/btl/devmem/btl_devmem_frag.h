@@ -71,10 +71,10 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 
 /* Write as much of queue (frags, in wire order) to sd as it takes, in batched sendmsg calls
- * of at most btl_devmem_write_chunk bytes.
+ * of at most `chunk` bytes (SIZE_MAX: no limit; see mca_btl_devmem_module_t.write_chunk).
  * Fully written frags move to done; *blocked says the socket is full. 0 or -errno. */
-int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, opal_list_t *done,
-                                    bool *blocked);
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk,
+                                    opal_list_t *done, bool *blocked);
 
 /* At finalize: give queue a bounded chance (about 2 s) to leave through sd, waiting for
  * room between writes. Written frags move to done. 0, or -errno when sd failed. */
