@@ -221,10 +221,11 @@ static int component_register(void)
     c->idle_yield_us = 10;
     reg_int("idle_yield_us",
             "A rank waiting in MPI yields the CPU at every progress call once this "
-            "component's connections have been quiet for this many microseconds, so that "
-            "the kernel's packet processing (ksoftirqd) is not starved by busy ranks; 0: "
-            "yield at once when quiet, -1: never (spin like the TCP BTL). Not needed, and "
-            "off, with mpi_yield_when_idle",
+            "component's connections have been quiet for this many microseconds and another "
+            "task wants its core (ranks sharing a core otherwise take turns of a whole time "
+            "slice, 4 ms per message); a rank alone on its core keeps spinning. 0: yield at "
+            "once when quiet, -1: never (spin like the TCP BTL). Off with mpi_yield_when_idle, "
+            "which yields always",
             OPAL_INFO_LVL_5, &c->idle_yield_us);
     c->write_chunk = -1;
     reg_int("write_chunk",

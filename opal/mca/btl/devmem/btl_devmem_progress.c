@@ -2,6 +2,7 @@
 #include "btl_devmem_progress.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "opal/runtime/opal_progress.h"
@@ -9,6 +10,32 @@
 static uint64_t seen_activity;
 static uint64_t quiet_since_ns; /* 0: there was activity at the last call */
 static int live_conns;
+
+/*
+ * Whether another task wants our core. The kernel counts the times it took the CPU from us
+ * while we could still run (ru_nivcsw): a tick preempting us for another task, or one of our
+ * own yields that did hand the core over. While that count moves, we yield when quiet; once
+ * it has stood still for CONTENDED_NS, nobody is waiting for our core and we spin, since
+ * yielding there only invites the scheduler to pack two ranks on one core.
+ */
+#define CHECK_EVERY_NS 1000000ull  /* getrusage at most every millisecond of quiet */
+#define CONTENDED_NS 200000000ull  /* a preemption keeps us yielding this long */
+static uint64_t last_check_ns, contended_until_ns;
+static long last_nivcsw = -1;
+
+static bool core_contended(uint64_t now)
+{
+    struct rusage ru;
+
+    if (now - last_check_ns >= CHECK_EVERY_NS && 0 == getrusage(RUSAGE_THREAD, &ru)) {
+        last_check_ns = now;
+        if (last_nivcsw >= 0 && ru.ru_nivcsw > last_nivcsw) {
+            contended_until_ns = now + CONTENDED_NS;
+        }
+        last_nivcsw = ru.ru_nivcsw;
+    }
+    return now < contended_until_ns;
+}
 
 void mca_btl_devmem_progress_conn_up(void)
 {
@@ -45,7 +72,7 @@ int mca_btl_devmem_progress(void)
     if (0 == quiet_since_ns) {
         quiet_since_ns = now;
     }
-    if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u) {
+    if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u && core_contended(now)) {
         (void) sched_yield();
         c->stats.idle_yields++;
     }

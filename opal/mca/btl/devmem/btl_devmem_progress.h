@@ -1,17 +1,19 @@
 /*
- * How a rank that waits in MPI shares its CPU with the kernel's packet processing.
+ * How a rank that waits in MPI shares its core.
  *
- * A rank that waits for a message spins in opal_progress. On a busy node every core runs such
- * a rank, and the packets it waits for may sit in a softirq backlog that the kernel has handed
- * to ksoftirqd, a normal thread that a spinning rank keeps off the CPU until its time slice
- * ends (milliseconds: 4 ms per message between two namespaces on 2 cores). Open MPI's cure,
- * mpi_yield_when_idle, yields on every idle progress call and costs latency everywhere.
+ * A rank that waits for a message spins in opal_progress. Where two such ranks share a core
+ * (more ranks than cores; or two "hosts" on one machine, whose first ranks Open MPI both binds
+ * to core 0) the spinning one keeps the core for its whole time slice while the other holds
+ * the answer: 4 ms per message. Open MPI's cure, mpi_yield_when_idle, yields on every idle
+ * progress call and costs latency everywhere.
  *
- * Ours: every event on one of our connections counts as activity. While there was activity
- * within the last btl_devmem_idle_yield_us microseconds the rank spins as usual; once our
- * connections have been quiet longer than that, each progress call gives the CPU away
- * (sched_yield) so that whatever the kernel has queued runs. A yield with nothing else to run
- * returns at once, so a rank alone on its core loses almost nothing.
+ * Ours: every event on one of our connections counts as activity. Once our connections have
+ * been quiet for btl_devmem_idle_yield_us, and only while another task wants our core (the
+ * kernel's count of involuntary switches, ru_nivcsw, moved within the last 200 ms: a tick took
+ * the core from us, or one of our yields did hand it over), each progress call gives the core
+ * away (sched_yield). A rank alone on its core never yields: yielding there let the scheduler
+ * pack two ranks on one core now and then, and doubled the latency of 64-256 KiB messages for
+ * the rest of the run.
  */
 #ifndef MCA_BTL_DEVMEM_PROGRESS_H
 #define MCA_BTL_DEVMEM_PROGRESS_H
