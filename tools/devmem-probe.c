@@ -18,7 +18,9 @@
 /* The memory providers, when the kernel layer has them (PROBE_NO_PROVIDERS: build without). */
 #if defined(__has_include) && !defined(PROBE_NO_PROVIDERS)
 #if __has_include("dmabuf.h")
+#include "cudrv.h"
 #include "dmabuf.h"
+#include "locality.h"
 #define PROBE_HAVE_PROVIDERS 1
 #endif
 #endif
@@ -131,6 +133,51 @@ static void report_gpus(void)
     }
 #else
     printf("  dmabuf provider check: not built in (no devmem/dmabuf.h providers in this build)\n");
+#endif
+}
+
+/* Per GPU, how far each interface is on the PCI topology: where several could carry devmem,
+ * the component gives the device path to the nearest (btl_devmem_near). */
+static void report_locality(const char *only)
+{
+#ifdef PROBE_HAVE_PROVIDERS
+    struct if_nameindex *ifs = NULL;
+    struct devmem_topo *topo = NULL;
+    struct devmem_err e;
+    int n = 0;
+
+    if (0 != devmem_cuda_device_count(&n, &e)) {
+        return; /* report_gpus said why */
+    }
+    if (0 != devmem_topo_open(&topo, NULL, &e) || NULL == (ifs = if_nameindex())) {
+        printf("NIC locality: unknown (%s)\n", NULL == topo ? e.msg : strerror(errno));
+        devmem_topo_close(topo);
+        return;
+    }
+    for (int g = 0; g < n; g++) {
+        char busid[32];
+
+        if (0 != devmem_cuda_pci_bus_id(g, busid, sizeof(busid), &e)) {
+            printf("NIC locality of GPU %d: unknown (%s)\n", g, e.msg);
+            continue;
+        }
+        printf("NIC locality of GPU %d (%s), nearest class wins:", g, busid);
+        for (struct if_nameindex *it = ifs; 0 != it->if_index; it++) {
+            enum devmem_path p;
+
+            if (NULL != only && 0 != strcmp(only, it->if_name)) {
+                continue;
+            }
+            if (0 != devmem_topo_path(topo, busid, it->if_name, &p, &e)) {
+                printf(" (%s)", e.msg);
+                break;
+            }
+            printf(" %s=%s", it->if_name, devmem_path_name(p));
+        }
+        printf("\n");
+    }
+    if_freenameindex(ifs);
+    devmem_topo_close(topo);
 #endif
 }
 
@@ -475,6 +522,7 @@ int main(int argc, char **argv)
                devmem_nl_has_cmd(nl, DEVMEM_NETDEV_CMD_BIND_TX) ? "present" : "absent (6.16+)");
     }
     report_gpus();
+    report_locality(o.ifname);
     if (o.bind) {
         make_fd(&pf);
         printf("bind checks use: %s\n", pf.source);

@@ -5,13 +5,17 @@
 #   netns_setup            create the namespaces and the link (skips the test, exit 77, where
 #                          namespaces cannot be made: not root, no ip/unshare); removes it all
 #                          again on exit, ^C or TERM
+#   netns_add_link NAME ADDR_A ADDR_B
+#                          a second veth pair NAME between the namespaces (addresses /24, in a
+#                          subnet of their own), removed with the namespaces
 #   netns_shape ARGS...    tc qdisc on the veth in both namespaces, e.g. root tbf rate 1gbit ...
 #   netns_unshape          remove that qdisc again
 #   netns_mpirun SECONDS NA NB MPIRUN-ARGS...
 #                          mpirun started in the first namespace (hostname $NETNS_HOST_A) with NA
 #                          ranks there and NB on the second "host" (launched through
 #                          netns-agent.sh in the second namespace, hostname $NETNS_HOST_B);
-#                          Open MPI's out-of-band and the BTL restricted to the veth,
+#                          Open MPI's out-of-band and the BTL restricted to the veth (the BTL
+#                          to $NETNS_BTL_IF when set, e.g. two links),
 #                          --bind-to $NETNS_BIND (default none: each "host" would bind its
 #                          first rank to core 0, so two 1-rank hosts share one core and two
 #                          spinning ranks take turns of a whole time slice, 4 ms per message),
@@ -110,6 +114,18 @@ netns_setup() {
         "$NETNS_ADDR_B) over veth $NETNS_LINK"
 }
 
+netns_add_link() {
+    local name=${1:0:15} a=$2 b=$3 ns
+    ip link add "$name" netns "$NETNS_A" type veth peer name "$name" netns "$NETNS_B" ||
+        _netns_setup_fail "cannot create the veth pair $name"
+    ip -n "$NETNS_A" addr add "$a/24" dev "$name" && ip -n "$NETNS_B" addr add "$b/24" dev "$name" ||
+        _netns_setup_fail "cannot address the veth pair $name"
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        ip -n "$ns" link set "$name" up || _netns_setup_fail "cannot bring up $name in $ns"
+    done
+    echo "netns: second link $name: $a <-> $b"
+}
+
 netns_shape() {
     local ns
     for ns in "$NETNS_A" "$NETNS_B"; do
@@ -137,7 +153,7 @@ netns_mpirun() {
     shift 3
     local btl_args=() yield=${NETNS_YIELD:-}
     if [ -n "$DEVMEM_BTL_NAME" ]; then
-        btl_args=(--mca "btl_${DEVMEM_BTL_NAME}_if_include" "$NETNS_LINK")
+        btl_args=(--mca "btl_${DEVMEM_BTL_NAME}_if_include" "${NETNS_BTL_IF:-$NETNS_LINK}")
     fi
     if [ -z "$yield" ]; then
         yield=1

@@ -2,7 +2,8 @@
 # The device path across two namespaced "hosts" (see test_mpi_netns.sh) through the emulated
 # kernel ABI: device flows cross the veth, each receiver steers its device-flow port into its
 # own RX pool, and every rank returns every token. btl_devmem_mode require, so a rank that
-# fell back to host TCP fails the run. The last run shapes the veth with tbf at 1 Gbit/s.
+# fell back to host TCP fails the run. One run answers gets with devmem TX from host memory
+# (btl_devmem_tx_host); the last shapes the veth with tbf at 1 Gbit/s.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -35,6 +36,18 @@ if [ "$crossed" -gt $((32 << 20)) ]; then
 else
     devmem_step_fail "only $crossed bytes crossed the veth (want > 32 MiB)"
 fi
+
+# devmem TX across the link: host memory standing in for GPU memory (btl_devmem_tx_host), every
+# get answered from a TX binding of the registered buffer, several gets in flight at once
+saved=("${DEVMEM_MCA_ARGS[@]}")
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_tx_host 1)
+if run 1 pingpong 1 1 -m 64M; then
+    for r in 0 1; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt $((64 << 20))
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gets_inflight_max -gt 1
+    done
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
 
 if command -v tc >/dev/null 2>&1; then
     netns_shape root tbf rate 1gbit burst 128kb latency 20ms

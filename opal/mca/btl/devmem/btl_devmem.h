@@ -118,6 +118,9 @@ typedef struct mca_btl_devmem_component_t {
     bool sendi;             /* offer immediate sends */
     int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
+    int gpu;                /* the rank's CUDA device, -1: current context or local rank */
+    char *near;             /* PCI address to be near, "none", or empty: the GPU's */
+    char *topology;         /* hwloc XML to read instead of this machine's, empty: none */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */

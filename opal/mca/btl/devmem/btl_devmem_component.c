@@ -235,6 +235,28 @@ static int component_register(void)
             "of a 4 MiB ping-pong; over a veth the same pieces cost 15 % of the bandwidth",
             OPAL_INFO_LVL_5, &c->write_chunk);
 
+    c->gpu = -1;
+    reg_int("gpu",
+            "The CUDA device of this rank: its memory holds the RX pool (cuda provider), and "
+            "where several interfaces could carry the device path, only those nearest to it "
+            "on the PCI topology get one. -1: the device of the CUDA context current at "
+            "MPI_Init (cudaSetDevice before it), else the local rank modulo the devices",
+            OPAL_INFO_LVL_3, &c->gpu);
+    c->near = "";
+    reg_string("near",
+               "What the device path should be near when several interfaces could carry it: "
+               "empty for the rank's GPU (btl_devmem_gpu), a PCI address (dddd:bb:dd.f) for "
+               "another device, or \"none\" to give every capable interface a device path. "
+               "The nearest class of PCI path wins: one PCIe switch, several switches, the "
+               "host bridge, the same NUMA node, across sockets; interfaces that are no PCI "
+               "device (veth, lo) rank last",
+               OPAL_INFO_LVL_4, &c->near);
+    c->topology = "";
+    reg_string("topology",
+               "An hwloc XML file (lstopo --of xml) to read the PCI topology from instead of "
+               "discovering this machine's (empty: discover)",
+               OPAL_INFO_LVL_6, &c->topology);
+
     return mca_btl_base_param_register(&c->super.btl_version,
                                        &mca_btl_devmem_module_template.super);
 }

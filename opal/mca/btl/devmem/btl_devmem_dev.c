@@ -26,6 +26,7 @@
 
 #include "btl_devmem_dev.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_near.h"
 
 #include "devmem/netlink.h"
 #include "devmem/nic.h"
@@ -149,6 +150,14 @@ static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 
 /* ---------------------------------------------------------------- the RX pool */
 
+/* The device a provider's pool goes on: the rank's GPU for CUDA memory. */
+static int pool_device(const struct devmem_provider *p)
+{
+    int gpu = &devmem_provider_cuda == p ? mca_btl_devmem_gpu() : 0;
+
+    return gpu > 0 ? gpu : 0;
+}
+
 /* Allocate the pool from the configured provider; "auto" tries the dmabuf exporters in
  * order (real) or takes host memory (emulated). why lists every provider's reason. */
 static int pool_alloc(struct mca_btl_devmem_dev *d, bool real, char *why, size_t len)
@@ -180,8 +189,8 @@ static int pool_alloc(struct mca_btl_devmem_dev *d, bool real, char *why, size_t
                                 "host)", names[i]);
         } else if (0 == (rc = p->probe(&e))
                    && 0 == (rc = devmem_region_alloc(&d->pool, p,
-                                                     mca_btl_devmem_component.rx_pool_size, 0,
-                                                     &e))) {
+                                                     mca_btl_devmem_component.rx_pool_size,
+                                                     pool_device(p), &e))) {
             if (!real || d->pool.dmabuf_fd >= 0) {
                 return 0;
             }
@@ -448,9 +457,11 @@ int mca_btl_devmem_dev_init(void)
     enum devmem_kernel_kind kind;
     struct devmem_emul_config cfg;
     struct devmem_err e;
-    char reasons[1024] = "";
+    char reasons[1024] = "", near[96] = "";
     size_t used = 0;
-    int rc, on = 0;
+    int rc, on = 0, far = 0;
+    enum devmem_path *paths, best = DEVMEM_PATH_UNKNOWN;
+    const char *best_if = NULL; /* the first NIC with a device path, on the best class */
 
     memset(&dev_state, 0, sizeof(dev_state));
     if (0 != parse_mode(c->mode, &dev_state.mode)) {
@@ -469,6 +480,9 @@ int mca_btl_devmem_dev_init(void)
         DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
         return OPAL_SUCCESS;
     }
+    if (NULL == (paths = calloc((size_t) c->num_modules + 1, sizeof(*paths)))) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     devmem_emul_config_default(&cfg);
     cfg.seed = c->emul_seed > 0 ? (uint64_t) c->emul_seed
                                 : 1 + (uint64_t) opal_proc_local_get()->proc_name.vpid;
@@ -484,27 +498,59 @@ int mca_btl_devmem_dev_init(void)
     }
     dev_state.enabled = true;
     for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_module_t *m = c->modules[i];
+        paths[i] = DEVMEM_PATH_UNKNOWN;
+    }
+    if (0 == rc) {
+        mca_btl_devmem_near_paths(paths, near, sizeof(near));
+    }
+    /* nearest path class first; once one class has a device path, farther ones keep host
+     * TCP (unknown paths are one class: without locality every interface is tried).
+     * Loopback is always tried: it serves the peers on this host, which no NIC does. */
+    for (int cls = DEVMEM_PATH_SWITCH; cls <= DEVMEM_PATH_UNKNOWN; cls++) {
+        for (int i = 0; i < c->num_modules; i++) {
+            mca_btl_devmem_module_t *m = c->modules[i];
 
-        if (0 != rc) {
-            snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", e.msg);
-        } else if (0 == dev_setup(m)) {
-            on++;
-            DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding %u, "
-                           "device flows on port %u", m->itf.name, dev_state.k->ops->name,
-                           m->dev->pool.size >> 10, m->dev->pool.provider->name, m->dev->rx_id,
-                           (unsigned) m->dev->listen_port);
-            continue;
-        }
-        DEVMEM_VERBOSE(1, "device path off on %s (%s kernel): %s; using host TCP there",
-                       m->itf.name, devmem_kernel_kind_name(kind), m->dev_reason);
-        int w = snprintf(reasons + used, sizeof(reasons) - used, "  %s: %s\n", m->itf.name,
-                         m->dev_reason);
-        if (w > 0 && (size_t) w < sizeof(reasons) - used) {
-            used += (size_t) w;
+            if (paths[i] != (enum devmem_path) cls) {
+                continue;
+            }
+            if (NULL != best_if && cls > (int) best && !m->itf.loopback) {
+                snprintf(m->dev_reason, sizeof(m->dev_reason), "%s is nearer to %s (path: %s) "
+                         "than %s (path: %s)", best_if, near, devmem_path_name(best),
+                         m->itf.name, devmem_path_name((enum devmem_path) cls));
+                DEVMEM_VERBOSE(1, "device path off on %s: %s; using host TCP there",
+                               m->itf.name, m->dev_reason);
+                far++;
+                continue;
+            }
+            if (0 != rc) {
+                snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", e.msg);
+            } else if (0 == dev_setup(m)) {
+                on++;
+                if (NULL == best_if && !m->itf.loopback) {
+                    best = (enum devmem_path) cls;
+                    best_if = m->itf.name;
+                }
+                DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding "
+                               "%u, device flows on port %u%s%s%s%s", m->itf.name,
+                               dev_state.k->ops->name, m->dev->pool.size >> 10,
+                               m->dev->pool.provider->name, m->dev->rx_id,
+                               (unsigned) m->dev->listen_port, near[0] ? "; path to " : "",
+                               near, near[0] ? ": " : "",
+                               near[0] ? devmem_path_name((enum devmem_path) cls) : "");
+                continue;
+            }
+            DEVMEM_VERBOSE(1, "device path off on %s (%s kernel): %s; using host TCP there",
+                           m->itf.name, devmem_kernel_kind_name(kind), m->dev_reason);
+            int w = snprintf(reasons + used, sizeof(reasons) - used, "  %s: %s\n",
+                             m->itf.name, m->dev_reason);
+            if (w > 0 && (size_t) w < sizeof(reasons) - used) {
+                used += (size_t) w;
+            }
         }
     }
-    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on < c->num_modules) {
+    free(paths);
+    /* require: every interface that was a candidate; farther ones were not */
+    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on + far < c->num_modules) {
         show_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
         mca_btl_devmem_dev_fini();
         return OPAL_ERR_NOT_AVAILABLE;

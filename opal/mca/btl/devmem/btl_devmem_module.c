@@ -430,6 +430,18 @@ static int btl_ft_event(int state)
 }
 #endif
 
+/* An Open MPI built with CUDA (4.x) or accelerator (5.x) support hands device buffers to
+ * the RGET protocol only on BTLs that say they can get from them; this one can (register_mem
+ * tells device memory apart and the device flow carries it). Debian's has neither: there the
+ * parameter set in contrib/devmem-device-buffers.conf routes device buffers instead. */
+#if BTL_VERSION >= 330
+#define DEVMEM_FLAGS_DEVICE_GET MCA_BTL_FLAGS_ACCELERATOR_GET
+#elif OPAL_CUDA_SUPPORT
+#define DEVMEM_FLAGS_DEVICE_GET MCA_BTL_FLAGS_CUDA_GET
+#else
+#define DEVMEM_FLAGS_DEVICE_GET 0
+#endif
+
 mca_btl_devmem_module_t mca_btl_devmem_module_template = {
     .super = {
         .btl_component = &mca_btl_devmem_component.super,
@@ -444,7 +456,8 @@ mca_btl_devmem_module_t mca_btl_devmem_module_template = {
         .btl_min_rdma_pipeline_size = 0,
         /* GET without PUT: with register_mem, ob1 takes a PUT BTL off the RGET protocol
          * (unless leave_pinned), and RGET is the one path device buffers can take */
-        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_GET,
+        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_GET
+                     | DEVMEM_FLAGS_DEVICE_GET,
         .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
         .btl_get_limit = 16 * 1024 * 1024,
         .btl_put_limit = 16 * 1024 * 1024,

@@ -131,6 +131,7 @@ static struct {
     cu_result (*primary_ctx_retain)(cu_context *, cu_device);
     cu_result (*ctx_push)(cu_context);
     cu_result (*ctx_pop)(cu_context *);
+    cu_result (*ctx_get_device)(cu_device *);
     cu_result (*mem_alloc)(cu_deviceptr *, size_t);
     cu_result (*mem_free)(cu_deviceptr);
     cu_result (*memcpy_async)(cu_deviceptr, cu_deviceptr, size_t, cu_stream);
@@ -186,6 +187,7 @@ static int cuda_syms(void)
         SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain"),
         SYM(ctx_push, "cuCtxPushCurrent_v2"),
         SYM(ctx_pop, "cuCtxPopCurrent_v2"),
+        SYM(ctx_get_device, "cuCtxGetDevice"),
         SYM(mem_alloc, "cuMemAlloc_v2"),
         SYM(mem_free, "cuMemFree_v2"),
         SYM(memcpy_async, "cuMemcpyAsync"),
@@ -393,6 +395,24 @@ int devmem_cuda_pci_bus_id(int ordinal, char *buf, size_t len, struct devmem_err
         return devmem_err_set(err, ENODEV, "cuda: PCI address of device %d: %s", ordinal,
                               cu_str(res));
     }
+    return 0;
+}
+
+int devmem_cuda_current_device(int *ordinal, struct devmem_err *err)
+{
+    cu_device dev;
+    cu_result res;
+    int rc = devmem_cuda_load(err);
+
+    if (0 != rc) {
+        return rc;
+    }
+    res = cuda.ctx_get_device(&dev);
+    if (CU_SUCCESS != res) {
+        return devmem_err_set(err, ENOENT, "cuda: no context is current in this thread: %s",
+                              cu_str(res));
+    }
+    *ordinal = (int) dev; /* the driver's device handles are the ordinals */
     return 0;
 }
 

@@ -36,6 +36,10 @@ int devmem_cuda_dmabuf_supported(int ordinal, struct devmem_err *err);
 /* The PCI address of device `ordinal`, "dddd:bb:dd.f" (for NIC locality). */
 int devmem_cuda_pci_bus_id(int ordinal, char *buf, size_t len, struct devmem_err *err);
 
+/* The device of the context current in the calling thread (the one an application chose
+ * with cudaSetDevice); -ENOENT when no context is current. */
+int devmem_cuda_current_device(int *ordinal, struct devmem_err *err);
+
 /* What a pointer is. */
 struct devmem_cuda_ptr {
     int ordinal;        /* device that owns it */
