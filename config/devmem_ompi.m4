@@ -61,9 +61,24 @@ AC_DEFUN([DEVMEM_FIND_OMPI], [
         [310], [],
         [330], [AC_MSG_WARN([BTL API 3.3 (Open MPI 5.x): the code is written for it, but only 3.1 is tested])],
         [AC_MSG_ERROR([unsupported BTL API version $DEVMEM_BTL_API (supported: 310, 330)])])
+    AC_MSG_CHECKING([whether Open MPI has CUDA support])
+    AC_COMPUTE_INT([devmem_ompi_cuda], [OPAL_CUDA_SUPPORT + 0], [#include <opal_config.h>],
+                   [devmem_ompi_cuda=0])
+    AS_IF([test "$devmem_ompi_cuda" = 1], [AC_MSG_RESULT([yes])], [AC_MSG_RESULT([no])])
     CPPFLAGS=$devmem_save_CPPFLAGS
 
     OMPI_LIBS="-lopen-pal"
+    dnl A 4.x BTL that takes device buffers must start Open MPI's CUDA support itself (the
+    dnl convertor copies device memory only once a BTL has called it): libmca_common_cuda.
+    AS_IF([test "$devmem_ompi_cuda" = 1 && test "$DEVMEM_BTL_API" -lt 330], [
+        devmem_save_LDFLAGS=$LDFLAGS
+        LDFLAGS="$LDFLAGS $OMPI_LDFLAGS"
+        AC_CHECK_LIB([mca_common_cuda], [mca_common_cuda_stage_one_init],
+            [OMPI_LIBS="$OMPI_LIBS -lmca_common_cuda"],
+            [AC_MSG_ERROR([this Open MPI has CUDA support but no libmca_common_cuda])],
+            [-lopen-pal])
+        LDFLAGS=$devmem_save_LDFLAGS
+    ])
     AS_IF([test "$DEVMEM_BTL_API" -ge 330], [
         dnl 5.x headers include PMIx's and libevent's (mpicc omits them, ompi#10315)
         PKG_CHECK_MODULES([PMIX], [pmix], [OMPI_CPPFLAGS="$OMPI_CPPFLAGS $PMIX_CFLAGS"], [:])

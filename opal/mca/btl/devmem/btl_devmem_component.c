@@ -330,6 +330,17 @@ static void modules_release(void)
     c->num_modules = 0;
 }
 
+/* An Open MPI 4.x with CUDA support copies device memory in its convertor (eager sends and
+ * receives of device buffers) only once a BTL has started its CUDA support, as the BTLs that
+ * handle device memory do. Declared here: common_cuda.h is not among every installation's
+ * developer headers. */
+#if OPAL_CUDA_SUPPORT && BTL_VERSION < 330
+#define DEVMEM_OMPI_COMMON_CUDA 1
+int mca_common_cuda_stage_one_init(void);
+void mca_common_cuda_fini(void);
+static bool common_cuda_started;
+#endif
+
 static int component_close(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -349,6 +360,12 @@ static int component_close(void)
     OBJ_DESTRUCT(&c->procs);
     OBJ_DESTRUCT(&c->lock);
     opal_output_close(c->output);
+#ifdef DEVMEM_OMPI_COMMON_CUDA
+    if (common_cuda_started) {
+        mca_common_cuda_fini();
+        common_cuda_started = false;
+    }
+#endif
     return OPAL_SUCCESS;
 }
 
@@ -658,6 +675,10 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
     for (int i = 0; i < c->num_modules; i++) {
         btls[i] = &c->modules[i]->super;
     }
+#ifdef DEVMEM_OMPI_COMMON_CUDA
+    (void) mca_common_cuda_stage_one_init(); /* it says itself when CUDA is unusable */
+    common_cuda_started = true;
+#endif
     *num_btls = c->num_modules;
     return btls;
 fail:
