@@ -1,0 +1,299 @@
+/*
+ * Device flows, receiving side: gets whose payload comes on the device flow, in the order
+ * they were asked; devmem receives into the RX pool; the gather of each receive's fragments
+ * into the gets' destinations (one GPU launch for device memory); the tokens back before
+ * anything else runs; then the gets complete. See btl_devmem_devflow_int.h.
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btl_devmem_devflow_int.h"
+#include "btl_devmem_progress.h"
+
+#include "devmem/copy.h"
+
+/* Receives per readiness callback before the event loop gets its turn back. */
+#define DEVFLOW_RX_ROUNDS 16
+
+/* ---------------------------------------------------------------- statistics */
+
+/* Add what the ledger counted since last time to the component's counters. */
+static void account(struct mca_btl_devmem_devflow *df)
+{
+    struct mca_btl_devmem_stats *s = &mca_btl_devmem_component.stats;
+    const struct devmem_rx_stats *now = &df->ledger.stats;
+
+    s->tokens_received += now->tokens_received - df->counted.tokens_received;
+    s->tokens_returned += now->tokens_returned - df->counted.tokens_returned;
+    s->dontneed_calls += now->dontneed_calls - df->counted.dontneed_calls;
+    s->rx_dmabuf += now->bytes_dmabuf - df->counted.bytes_dmabuf;
+    s->rx_linear += now->bytes_linear - df->counted.bytes_linear;
+    df->counted = *now;
+}
+
+bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
+{
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    int min = mca_btl_devmem_component.devflow_min;
+
+    if (NULL == df || df->rx_sd < 0 || 0 == get->hdr.size
+        || get->hdr.size < (uint32_t) (min > 0 ? min : 0)) {
+        return false;
+    }
+    opal_list_append(&df->gets, &get->base.super.super);
+    df->expected += get->hdr.size;
+    if (opal_list_get_size(&df->gets) > mca_btl_devmem_component.stats.gets_inflight_max) {
+        mca_btl_devmem_component.stats.gets_inflight_max = opal_list_get_size(&df->gets);
+    }
+    return true;
+}
+
+size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep)
+{
+    return NULL == ep->devflow ? 0 : (size_t) ep->devflow->expected;
+}
+
+/* The pieces of one receive on their way to the gets; one per process (progress is serial). */
+static struct devmem_copier copier;
+static bool copier_ready;
+
+/* Queue one piece: len bytes at pool offset off (pool NULL: at src in the linear buffer). */
+static int gather_piece(struct devmem_region *pool, size_t off, const char *src,
+                        mca_btl_devmem_frag_t *get, char *dst, size_t len, char *why,
+                        size_t whylen)
+{
+    struct devmem_err e;
+    int src_dev = 0, ordinal = get->dst_dev ? get->ordinal : 0;
+
+    if (NULL != pool) {
+        if (&devmem_provider_cuda == pool->provider) {
+            src = (const char *) (uintptr_t) (pool->dev_addr + off);
+            src_dev = 1;
+            ordinal = (int) pool->priv_u64;
+        } else if (NULL != pool->map) {
+            src = (const char *) pool->map + off;
+        } else if (!get->dst_dev) {
+            /* a pool the CPU cannot map: its provider copies */
+            if (0 != devmem_region_copy_out(pool, off, dst, len, &e)) {
+                snprintf(why, whylen, "copying out of the RX pool: %s", e.msg);
+                return -1;
+            }
+            return 0;
+        } else {
+            snprintf(why, whylen, "a %s RX pool cannot feed device memory", pool->provider->name);
+            return -1;
+        }
+    }
+    if (0 != devmem_copier_add(&copier, dst, get->dst_dev, src, src_dev, len, ordinal, &e)) {
+        snprintf(why, whylen, "gathering into the destination: %s", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Move every piece of the last receive into the gets it belongs to, in stream order, and
+ * wait until all of it is in place. Finished gets move to done. 0, or -1 with why filled.
+ */
+static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
+                  opal_list_t *done, char *why, size_t len)
+{
+    /* the flow's own binding, looked up again only if the kernel names another */
+    struct devmem_region *flow_pool = &df->rx_dev->pool;
+    uint32_t flow_id = df->rx_dev->rx_id;
+    uint64_t flushes;
+    struct devmem_err e;
+
+    if (!copier_ready) {
+        devmem_copier_init(&copier);
+        copier_ready = true;
+    }
+    flushes = copier.stats.flushes;
+    for (size_t i = 0; i < b->nfrags; i++) {
+        const struct devmem_frag *f = &b->frags[i];
+        struct devmem_region *pool = NULL;
+        size_t off = 0;
+
+        if (DEVMEM_FRAG_DMABUF == f->kind) {
+            if (f->dmabuf_id != flow_id) {
+                flow_pool = mca_btl_devmem_dev_pool(f->dmabuf_id);
+                flow_id = f->dmabuf_id;
+            }
+            if (NULL == (pool = flow_pool)) {
+                snprintf(why, len, "the kernel reported a fragment in dmabuf %u, which is not "
+                         "ours", f->dmabuf_id);
+                return -1;
+            }
+            mca_btl_devmem_component.stats.get_dmabuf += f->len;
+        }
+        while (off < f->len) {
+            mca_btl_devmem_frag_t *get = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->gets);
+            size_t chunk = get->hdr.size - df->head_got;
+            char *dst = (char *) get->local_address + df->head_got;
+
+            if (chunk > f->len - off) {
+                chunk = f->len - off;
+            }
+            if (0 != gather_piece(pool, f->offset + off, (const char *) b->linear + f->offset + off,
+                                  get, dst, chunk, why, len)) {
+                return -1;
+            }
+            off += chunk;
+            df->head_got += chunk;
+            df->expected -= chunk;
+            if (df->head_got == get->hdr.size) {
+                opal_list_remove_first(&df->gets);
+                opal_list_append(done, &get->base.super.super);
+                df->head_got = 0;
+            }
+        }
+    }
+    if (0 != devmem_copier_flush(&copier, &e)) {
+        snprintf(why, len, "gathering on the GPU: %s", e.msg);
+        return -1;
+    }
+    mca_btl_devmem_component.stats.gather_calls += copier.stats.flushes - flushes;
+    return 0;
+}
+
+static void rx_close(struct mca_btl_devmem_devflow *df)
+{
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    struct devmem_err e;
+
+    if (df->rx_event_added) {
+        opal_event_del(&df->rx_event);
+        df->rx_event_added = false;
+    }
+    /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
+    if (df->ledger_open) {
+        if (0 != devmem_ledger_close(&df->ledger, &e)) {
+            opal_output(0, "btl:devmem: returning device-flow tokens at close: %s", e.msg);
+        }
+        account(df);
+        df->ledger_open = false;
+    }
+    if (df->rx_sd >= 0) {
+        if (NULL != k) {
+            k->ops->sock_close(k, df->rx_sd);
+        }
+        close(df->rx_sd);
+        df->rx_sd = -1;
+    }
+}
+
+void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
+{
+    mca_btl_devmem_endpoint_t *ep = arg;
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    size_t cap;
+    struct devmem_rx_batch *b = mca_btl_devmem_dev_batch(&cap);
+    char why[DEVMEM_ERR_MSG_MAX + 96];
+    opal_list_t done;
+    opal_list_item_t *item;
+    int failed = 0;
+
+    mca_btl_devmem_progress_activity();
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed; round++) {
+        struct devmem_err e;
+        ssize_t n;
+
+        /* never consume bytes nobody asked for: 1 byte when nothing is owed, to tell EOF
+         * from a peer that sends unasked */
+        b->len = 0 == df->expected ? 1 : df->expected < cap ? (size_t) df->expected : cap;
+        b->ledger = &df->ledger;
+        n = k->ops->recv(k, df->rx_sd, b, MSG_DONTWAIT, &e);
+        if (-EAGAIN == n || -EINTR == n) {
+            break;
+        }
+        if (-ENOBUFS == n) {
+            /* pool full: our tokens go back after every receive, so this is a transient
+             * state; wait for the next readiness */
+            mca_btl_devmem_component.stats.rx_pool_full++;
+            break;
+        }
+        if (n < 0) {
+            snprintf(why, sizeof(why), "device-flow receive failed: %s", e.msg);
+            failed = -(int) n;
+            break;
+        }
+        mca_btl_devmem_component.stats.recv_calls++;
+        if (0 == n) {
+            if (0 == df->expected) {
+                /* the peer closed its sending side in order (finalize) */
+                DEVMEM_VERBOSE(20, "%s closed its device flow", OPAL_NAME_PRINT(ep->peer->name));
+                rx_close(df);
+                break;
+            }
+            snprintf(why, sizeof(why), "the device flow closed with %llu bytes of gets owed",
+                     (unsigned long long) df->expected);
+            failed = ECONNRESET;
+            break;
+        }
+        if ((uint64_t) n > df->expected) {
+            snprintf(why, sizeof(why), "the peer sent %zd bytes on the device flow that no get "
+                     "asked for", n);
+            failed = EPROTO;
+            break;
+        }
+        if (0 != gather(df, b, &done, why, sizeof(why))) {
+            failed = EPROTO;
+            break;
+        }
+        /* the bytes are where they belong: give the pool back before anything else runs */
+        if (0 != devmem_ledger_release_frags(&df->ledger, b->frags, b->nfrags, &e)
+            || 0 != devmem_ledger_flush(&df->ledger, &e)) {
+            snprintf(why, sizeof(why), "returning device-flow tokens: %s", e.msg);
+            failed = EIO;
+        }
+        account(df);
+        if (0 == df->expected) {
+            break; /* nothing owed: EOF or stray bytes wake us again */
+        }
+    }
+    b->len = cap;
+    b->ledger = NULL;
+    if (failed) {
+        while (NULL != (item = opal_list_remove_first(&done))) {
+            opal_list_append(&df->gets, item); /* completed with the failure below */
+        }
+        if (EPROTO == failed) {
+            mca_btl_devmem_component.stats.proto_errors++;
+        }
+        mca_btl_devmem_endpoint_fail(ep, why, EPROTO == failed ? 0 : failed);
+    }
+    while (NULL != (item = opal_list_remove_first(&done))) {
+        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_SUCCESS);
+    }
+    OBJ_DESTRUCT(&done);
+}
+
+void mca_btl_devmem_devflow_rx_close(mca_btl_devmem_endpoint_t *ep)
+{
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    opal_list_item_t *item;
+
+    if (NULL == df) {
+        return;
+    }
+    rx_close(df);
+    df->expected = 0;
+    df->head_got = 0;
+    while (NULL != (item = opal_list_remove_first(&df->gets))) {
+        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
+    }
+}
+
+void mca_btl_devmem_devflow_rx_fini(void)
+{
+    if (copier_ready) {
+        devmem_copier_fini(&copier);
+        copier_ready = false;
+    }
+}

@@ -1,0 +1,358 @@
+/*
+ * Device flows, sending side: connect to the peer's device-flow port and name the
+ * connection on the control connection; answer gets on it in request order, with devmem TX
+ * from the registered dmabuf where there is one (the buffer held until the kernel's
+ * zerocopy completion) and with plain writes otherwise. See btl_devmem_devflow_int.h.
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "btl_devmem_devflow_int.h"
+#include "btl_devmem_progress.h"
+#include "btl_devmem_reg.h"
+
+static void tx_cb(int sd, short flags, void *arg);
+static void txerr_cb(int sd, short flags, void *arg);
+
+void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
+{
+    struct mca_btl_devmem_devflow *df;
+    struct sockaddr_in local = {0}, remote = {0};
+    socklen_t len = sizeof(local);
+    mca_btl_devmem_frag_t *claim;
+    int sd;
+
+    if (0 == ep->remote.devflow_port || !mca_btl_devmem_dev_enabled()
+        || MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
+        return;
+    }
+    if (NULL == (df = mca_btl_devmem_devflow_of(ep)) || df->tx_sd >= 0) {
+        return;
+    }
+    sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (sd < 0) {
+        mca_btl_devmem_endpoint_fail(ep, "cannot open a device flow", errno);
+        return;
+    }
+    mca_btl_devmem_tune_socket(sd);
+    /* leave through this module's interface, from an address the claim can name */
+    local.sin_family = AF_INET;
+    local.sin_addr.s_addr = ep->module->itf.addr;
+    remote.sin_family = AF_INET;
+    remote.sin_addr.s_addr = ep->remote.addr;
+    remote.sin_port = ep->remote.devflow_port;
+    if (0 != bind(sd, (struct sockaddr *) &local, sizeof(local))
+        || (0 != connect(sd, (struct sockaddr *) &remote, sizeof(remote))
+            && EINPROGRESS != errno)
+        || 0 != getsockname(sd, (struct sockaddr *) &local, &len)) {
+        int err = errno;
+        close(sd);
+        mca_btl_devmem_endpoint_fail(ep, "cannot connect the device flow", err);
+        return;
+    }
+    df->tx_sd = sd;
+    opal_event_set(opal_sync_event_base, &df->tx_event, sd, OPAL_EV_WRITE | OPAL_EV_PERSIST,
+                   tx_cb, ep);
+    opal_event_set(opal_sync_event_base, &df->txerr_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
+                   txerr_cb, ep);
+    if (NULL != ep->module->dev) {
+        struct devmem_err e;
+
+        /* devmem TX needs zerocopy sends; without it every answer is a plain send */
+        df->tx_zerocopy = 0 == devmem_tx_socket_setup(sd, NULL, &e)
+                          && 0 == devmem_tx_tracker_init(&df->tracker, &e);
+        df->tracker_ready = df->tx_zerocopy;
+        if (!df->tx_zerocopy) {
+            DEVMEM_VERBOSE(1, "devmem TX off on the device flow to %s: %s",
+                           OPAL_NAME_PRINT(ep->peer->name), e.msg);
+        }
+    }
+    claim = mca_btl_devmem_frag_alloc(0);
+    if (NULL == claim) {
+        mca_btl_devmem_endpoint_fail(ep, "out of memory naming the device flow", ENOMEM);
+        return;
+    }
+    claim->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    mca_btl_devmem_frag_prepare_write(claim);
+    claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
+    claim->hdr.addr = local.sin_addr.s_addr;
+    claim->hdr.id = ntohs(local.sin_port);
+    if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
+        mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
+    }
+    DEVMEM_VERBOSE(20, "device flow to %s from port %u", OPAL_NAME_PRINT(ep->peer->name),
+                   (unsigned) ntohs(local.sin_port));
+}
+
+static void tx_event_set(struct mca_btl_devmem_devflow *df, bool on)
+{
+    if (on != df->tx_event_added) {
+        if (on) {
+            opal_event_add(&df->tx_event, 0);
+        } else {
+            opal_event_del(&df->tx_event);
+        }
+        df->tx_event_added = on;
+    }
+}
+
+/* A devmem TX send completed (in order): count its bytes against the frag it carried. */
+static void tx_released(void *ctx, uint64_t cookie, size_t bytes)
+{
+    mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) (uintptr_t) cookie;
+
+    frag->tx_done += bytes;
+}
+
+/* Read every zerocopy notification there is; finished frags move from tx_wait to done.
+ * 0, or -1 with why filled. */
+static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *why, size_t len)
+{
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    struct devmem_tx_completion c;
+    struct devmem_err e;
+    opal_list_item_t *item;
+    int rc = 0;
+
+    if (!df->tracker_ready || 0 == devmem_tx_inflight(&df->tracker)) {
+        return 0;
+    }
+    while (0 == (rc = k->ops->read_completion(k, df->tx_sd, &c, &e))) {
+        if (0 != devmem_tx_complete(&df->tracker, &c, tx_released, NULL, &e)) {
+            rc = -EPROTO;
+            break;
+        }
+    }
+    /* sends complete in order, so finished frags are at the head */
+    while (NULL != (item = opal_list_get_first(&df->tx_wait))
+           && item != opal_list_get_end(&df->tx_wait)
+           && ((mca_btl_devmem_frag_t *) item)->tx_done == ((mca_btl_devmem_frag_t *) item)->payload) {
+        opal_list_append(done, opal_list_remove_first(&df->tx_wait));
+    }
+    if (-EAGAIN == rc) {
+        return 0;
+    }
+    snprintf(why, len, "reading devmem TX completions: %s", e.msg);
+    return -1;
+}
+
+/* Hand the kernel as much of frag as it takes with devmem TX from its TX binding.
+ * 0 all queued, 1 blocked, -1 failed (why filled). */
+static int tx_device(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, char *why,
+                     size_t len)
+{
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+    uint32_t id = mca_btl_devmem_txmem_binding(frag->txmem, ep->module);
+    struct devmem_err e;
+
+    while (frag->tx_queued < frag->payload) {
+        struct devmem_tx_iov iov = {frag->tx_off + frag->tx_queued,
+                                    frag->payload - frag->tx_queued};
+        ssize_t n = k->ops->send(k, df->tx_sd, id, &iov, 1, MSG_DONTWAIT, &e);
+
+        if (-EAGAIN == n || -EINTR == n) {
+            return 1;
+        }
+        if (n <= 0) {
+            snprintf(why, len, "devmem TX send: %s", n < 0 ? e.msg : "sent nothing");
+            return -1;
+        }
+        if (0 != devmem_tx_track(&df->tracker, (size_t) n, iov.len, (uint64_t) (uintptr_t) frag,
+                                 &e)) {
+            snprintf(why, len, "tracking a devmem TX send: %s", e.msg);
+            return -1;
+        }
+        frag->tx_queued += (size_t) n;
+        mca_btl_devmem_component.stats.tx_devmem += (uint64_t) n;
+    }
+    return 0;
+}
+
+static void tx_progress(mca_btl_devmem_endpoint_t *ep)
+{
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    opal_list_t done, host;
+    opal_list_item_t *item;
+    bool blocked = false;
+    int rc = 0;
+
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    OBJ_CONSTRUCT(&host, opal_list_t);
+    while (0 == rc && !blocked && !opal_list_is_empty(&df->tx_queue)) {
+        mca_btl_devmem_frag_t *head = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->tx_queue);
+
+        if (NULL != head->txmem) {
+            rc = tx_device(ep, head, why, sizeof(why));
+            if (0 == rc) {
+                opal_list_remove_first(&df->tx_queue);
+                opal_list_append(&df->tx_wait, &head->base.super.super);
+            } else if (1 == rc) {
+                blocked = true;
+                rc = 0;
+            }
+            continue;
+        }
+        /* the run of plain answers up to the next devmem one, in one batched write */
+        while (NULL != (item = opal_list_get_first(&df->tx_queue))
+               && item != opal_list_get_end(&df->tx_queue)
+               && NULL == ((mca_btl_devmem_frag_t *) item)->txmem) {
+            opal_list_append(&host, opal_list_remove_first(&df->tx_queue));
+        }
+        rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &host, ep->module->write_chunk, &done,
+                                             &blocked);
+        while (NULL != (item = opal_list_remove_last(&host))) {
+            opal_list_prepend(&df->tx_queue, item);
+        }
+        if (rc < 0) {
+            snprintf(why, sizeof(why), "the device flow failed while sending: %s",
+                     strerror(-rc));
+            rc = -1;
+        }
+    }
+    if (0 == rc) {
+        rc = tx_reap(df, &done, why, sizeof(why));
+    }
+    if (0 == rc) {
+        tx_event_set(df, blocked);
+        /* the real kernel posts completions later: wake up for them */
+        if (df->txerr_event_added != !opal_list_is_empty(&df->tx_wait)) {
+            df->txerr_event_added = !df->txerr_event_added;
+            if (df->txerr_event_added) {
+                opal_event_add(&df->txerr_event, 0);
+            } else {
+                opal_event_del(&df->txerr_event);
+            }
+        }
+    }
+    while (NULL != (item = opal_list_remove_first(&done))) {
+        mca_btl_devmem_component.stats.devflow_gets++;
+        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_SUCCESS);
+    }
+    OBJ_DESTRUCT(&done);
+    OBJ_DESTRUCT(&host);
+    if (rc < 0) {
+        mca_btl_devmem_endpoint_fail(ep, why, 0);
+    }
+}
+
+static void tx_cb(int sd, short flags, void *arg)
+{
+    mca_btl_devmem_progress_activity();
+    tx_progress(arg);
+}
+
+/* Readable on our sending side: completions on the error queue, or the peer closing. */
+static void txerr_cb(int sd, short flags, void *arg)
+{
+    mca_btl_devmem_endpoint_t *ep = arg;
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    size_t before = opal_list_get_size(&df->tx_wait);
+    char c;
+
+    mca_btl_devmem_progress_activity();
+    tx_progress(ep);
+    if (NULL != ep->devflow && df->tx_sd >= 0 && before == opal_list_get_size(&df->tx_wait)
+        && 0 == recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK)) {
+        mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with devmem sends "
+                                     "not yet completed", 0);
+    }
+}
+
+int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
+                                  const struct mca_btl_devmem_hdr *h)
+{
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_txmem *t = NULL;
+    mca_btl_devmem_frag_t *resp;
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+
+    if (NULL == df || df->tx_sd < 0 || 0 == h->size) {
+        mca_btl_devmem_endpoint_proto_error(ep, "a device-flow get we have no device flow for");
+        return -1;
+    }
+    if (df->tx_zerocopy && NULL != (t = mca_btl_devmem_txmem_get(h->addr, h->size))
+        && 0 == mca_btl_devmem_txmem_binding(t, ep->module)) {
+        mca_btl_devmem_txmem_put(t); /* no TX binding here: a plain (staged) answer */
+        t = NULL;
+    }
+    if (NULL != t) {
+        /* devmem TX: the NIC reads the bytes from the dmabuf; nothing passes the CPU */
+        resp = mca_btl_devmem_frag_alloc_user();
+        if (NULL != resp) {
+            resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+            resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
+            resp->hdr.id = h->id;
+            resp->txmem = t;
+            resp->tx_off = h->addr - t->base;
+            resp->payload = h->size;
+        } else {
+            mca_btl_devmem_txmem_put(t);
+            snprintf(why, sizeof(why), "out of fragments answering a get");
+        }
+    } else {
+        resp = mca_btl_devmem_frag_get_resp(h, why, sizeof(why));
+        if (NULL != resp) {
+            resp->iov_idx = 1; /* raw: the header stays home, the receiver knows the order */
+        }
+    }
+    if (NULL == resp) {
+        mca_btl_devmem_endpoint_fail(ep, why, 0);
+        return -1;
+    }
+    opal_list_append(&df->tx_queue, &resp->base.super.super);
+    tx_progress(ep);
+    return 0;
+}
+
+void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
+{
+    struct mca_btl_devmem_devflow *df = ep->devflow;
+    opal_list_item_t *item;
+
+    if (NULL == df) {
+        return;
+    }
+    if (df->tx_sd >= 0) {
+        if (orderly) {
+            opal_list_t done;
+
+            OBJ_CONSTRUCT(&done, opal_list_t);
+            (void) mca_btl_devmem_frag_queue_drain(df->tx_sd, &df->tx_queue, &done);
+            while (NULL != (item = opal_list_remove_first(&done))) {
+                mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item,
+                                                 OPAL_SUCCESS);
+            }
+            OBJ_DESTRUCT(&done);
+        }
+        tx_event_set(df, false);
+        if (df->txerr_event_added) {
+            opal_event_del(&df->txerr_event);
+            df->txerr_event_added = false;
+        }
+        if (NULL != mca_btl_devmem_dev_kernel()) {
+            struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+            k->ops->sock_close(k, df->tx_sd);
+        }
+        close(df->tx_sd);
+        df->tx_sd = -1;
+    }
+    while (NULL != (item = opal_list_remove_first(&df->tx_queue))) {
+        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
+    }
+    /* sent, but the kernel never said it was done with the memory */
+    while (NULL != (item = opal_list_remove_first(&df->tx_wait))) {
+        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
+    }
+    if (df->tracker_ready) {
+        devmem_tx_tracker_fini(&df->tracker);
+        df->tracker_ready = false;
+        df->tx_zerocopy = false;
+    }
+}
