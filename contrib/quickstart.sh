@@ -15,7 +15,7 @@ cd "$here"
 build=${DEVMEM_BUILD:-$here/build}
 prefix=$build/install
 
-packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake
+packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake clang
           libtool pkg-config make gcc iproute2 netpipe-openmpi procps)
 
 install_deps() {

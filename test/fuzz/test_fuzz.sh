@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A bounded libFuzzer run of each parser target (test/fuzz/fuzz_*.c, built by the sanitizer
+# build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 15). A crash, a sanitizer
+# report or a broken promise fails the step and keeps the input that did it; the executions
+# are reported. The longer run is documented in the README (Robustness).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/testlib.sh"
+. "$here/../lib/sanitize.sh"
+
+seconds=${DEVMEM_FUZZ_SECONDS:-15}
+devmem_sanitize_build
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+for name in fuzz_wire fuzz_rx_parse fuzz_netlink; do
+    bin=$DEVMEM_SAN_BUILD/test/fuzz/$name
+    if [ ! -x "$bin" ]; then
+        devmem_step_fail "$name: not built ($bin)"
+        continue
+    fi
+    corpus=$DEVMEM_TEST_TMP/corpus-$name
+    mkdir -p "$corpus"
+    out=$DEVMEM_TEST_TMP/$name.out
+    timeout $((seconds + 60)) "$bin" -max_total_time="$seconds" -print_final_stats=1 \
+        -artifact_prefix="$DEVMEM_TEST_TMP/$name-" "$corpus" >"$out" 2>&1
+    rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -n 1)
+    if [ "$rc" -eq 0 ] && [ -n "$execs" ] && [ "$execs" -gt 0 ]; then
+        devmem_step_ok "$name: $execs executions in ${seconds}s, $(ls "$corpus" | wc -l) corpus units, no crash"
+    else
+        grep -E 'ERROR|runtime error|broken promise|Test unit written' "$out" | head -n 10
+        devmem_step_fail "$name: exit $rc after ${execs:-0} executions (output: $out)"
+    fi
+done
+devmem_finish
