@@ -140,6 +140,14 @@ static int component_register(void)
             "Seconds an incoming connection may take to send a valid hello before it is "
             "dropped (strangers and stuck peers)",
             OPAL_INFO_LVL_5, &c->handshake_timeout);
+    c->peer_timeout = 20;
+    reg_int("peer_timeout",
+            "Seconds a connection may go without the peer acknowledging anything (data, or "
+            "keepalive probes sent after a quarter of this on a quiet connection) before the "
+            "peer counts as lost and the job ends naming it: a cut link or a dead node then "
+            "ends the job instead of hanging it for the kernel's 15 minutes. A peer that is "
+            "merely slow to read still acknowledges. 0: the kernel's defaults",
+            OPAL_INFO_LVL_4, &c->peer_timeout);
     c->nodelay = true;
     reg_bool("nodelay", "Set TCP_NODELAY on every connection (disable Nagle)", OPAL_INFO_LVL_5,
              &c->nodelay);

@@ -197,6 +197,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     opal_list_t done;
     opal_list_item_t *item;
     int failed = 0;
+    bool said = false;
 
     mca_btl_devmem_progress_activity();
     OBJ_CONSTRUCT(&done, opal_list_t);
@@ -219,8 +220,10 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
             break;
         }
         if (n < 0) {
+            /* e.msg already ends with the errno's words */
             snprintf(why, sizeof(why), "device-flow receive failed: %s", e.msg);
             failed = -(int) n;
+            said = true;
             break;
         }
         mca_btl_devmem_component.stats.recv_calls++;
@@ -266,7 +269,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         if (EPROTO == failed) {
             mca_btl_devmem_component.stats.proto_errors++;
         }
-        mca_btl_devmem_endpoint_fail(ep, why, EPROTO == failed ? 0 : failed);
+        mca_btl_devmem_endpoint_fail(ep, why, EPROTO == failed || said ? 0 : failed);
     }
     while (NULL != (item = opal_list_remove_first(&done))) {
         mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_SUCCESS);

@@ -242,7 +242,10 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
              "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
              OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
              err ? ": " : "", err ? strerror(err) : "");
-    opal_output(0, "%s", msg);
+    /* the PML ends the job with msg as its words; say it ourselves only without one */
+    if (NULL == ep->module->error_cb) {
+        opal_output(0, "%s", msg);
+    }
     complete_list(ep, &doomed, OPAL_ERR_UNREACH);
     OBJ_DESTRUCT(&doomed);
     mca_btl_devmem_devflow_close(ep, false);
@@ -409,6 +412,21 @@ void mca_btl_devmem_tune_socket(int sd)
     }
     if (c->rcvbuf > 0) {
         (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
+    }
+    if (c->peer_timeout > 0) {
+        /* A peer that vanishes without a FIN or a reset (a cut cable, a powered-off node)
+         * would otherwise hold the job for the kernel's 15 minutes of retransmissions. The
+         * user timeout bounds how long sent data may stay unacknowledged; keepalive probes,
+         * from a quarter of it on, give an idle connection something to time out on. A
+         * receiver that merely stops reading still acknowledges the window probes, so a
+         * slow application is never mistaken for a dead one. */
+        unsigned int ms = (unsigned int) c->peer_timeout * 1000u;
+        int idle = c->peer_timeout / 4 > 0 ? c->peer_timeout / 4 : 1, intvl = 1;
+
+        (void) setsockopt(sd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+        (void) setsockopt(sd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     }
 }
 

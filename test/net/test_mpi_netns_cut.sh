@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A cut link: two namespaced "hosts" joined by two veth pairs, Open MPI's out-of-band on the
+# first, btl/devmem on the second (a management network and a data network). The data link
+# is taken down in the middle of a ping-pong: no FIN, no reset, packets just stop. Each rank
+# must notice within btl_devmem_peer_timeout (5 s here; 20 by default), name the peer it
+# lost, and mpirun must exit non-zero well within 30 s. Without the timeout the job would
+# wait for the kernel's 15 minutes of retransmissions.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/testlib.sh"
+. "$here/netns.sh"
+
+[ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "the peer timeout is btl_devmem's (btl: $DEVMEM_TEST_BTL)"
+devmem_require_programs pingpong
+netns_setup
+data=dmd$$
+data=${data:0:15}
+netns_add_link "$data" 192.0.2.101 192.0.2.102
+NETNS_BTL_IF=$data
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_peer_timeout 5)
+
+cut_run() { # LABEL EXTRA-MCA-ARGS...
+    local label=$1 out start rc elapsed job
+    shift
+    out=$DEVMEM_TEST_TMP/cut-${label// /-}.out
+    ip -n "$NETNS_A" link set "$data" up && ip -n "$NETNS_B" link set "$data" up
+    netns_mpirun 120 1 1 "$@" "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 100000 >"$out" 2>&1 &
+    job=$!
+    sleep 4 # connections up, messages in flight
+    if ! kill -0 "$job" 2>/dev/null; then
+        cat "$out"
+        devmem_step_fail "$label: the job ended before the cut (it must run for minutes)"
+        return
+    fi
+    start=$EPOCHREALTIME
+    ip -n "$NETNS_A" link set "$data" down
+    wait "$job"
+    rc=$?
+    elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+    grep -v '^\[[^]]*\] \[ *[0-9]*\]' "$out" | head -n 40
+    if [ "$rc" -eq 0 ]; then
+        devmem_step_fail "$label: mpirun exited 0 although the link was cut"
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        devmem_step_fail "$label: mpirun still running ${elapsed}s after the cut (killed at the limit)"
+    elif awk -v e="$elapsed" 'BEGIN { exit !(e < 30) }'; then
+        devmem_step_ok "$label: mpirun exited $rc ${elapsed}s after the data link went down"
+    else
+        devmem_step_fail "$label: mpirun took ${elapsed}s to exit after the cut (want < 30 s)"
+    fi
+    devmem_expect_line "$out" "lost the connection to \[\[[0-9]+,[0-9]+\],[01]\] on host dmnode-$$-[ab] \(interface $data\)" \
+        "$label: a rank names the peer it lost"
+}
+
+cut_run "host path"
+cut_run "emulated device path" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+devmem_finish
