@@ -13,17 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
+
 #include "netlink.h"
 
 #define SEQ 0x5eed
-
-static void must(int cond, const char *what)
-{
-    if (!cond) {
-        fprintf(stderr, "fuzz_netlink: broken promise: %s\n", what);
-        abort();
-    }
-}
 
 /* Records: type selector (1), payload length (1), then that many payload bytes. */
 static size_t build(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
@@ -109,13 +103,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     default: rc = devmem_nl_attrs_walk(buf, len, count_attr, &attrs); break;
     }
-    must(rc >= -4095 && rc <= 1, "the parsers return 1, 0 or -errno");
+    FUZZ_MUST(rc >= -4095 && rc <= 1, "the parsers return 1, 0 or -errno");
     if (rc < 0 && mode % 5 != 4) {
-        must('\0' != err.msg[0], "a malformed reply is described");
+        FUZZ_MUST('\0' != err.msg[0], "a malformed reply is described");
     }
     if (1 == rc) {
-        must(st.error >= 0, "the kernel's errno is kept positive");
-        must(memchr(st.msg, '\0', sizeof(st.msg)) != NULL, "the extack text is terminated");
+        FUZZ_MUST(st.error >= 0, "the kernel's errno is kept positive");
+        FUZZ_MUST(memchr(st.msg, '\0', sizeof(st.msg)) != NULL, "the extack text is terminated");
     }
     free(buf);
     return 0;

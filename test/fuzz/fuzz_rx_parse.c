@@ -14,17 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
+
 #include "rx.h"
 
 #define MAX_FRAGS 64
-
-static void must(int cond, const char *what)
-{
-    if (!cond) {
-        fprintf(stderr, "fuzz_rx_parse: broken promise: %s\n", what);
-        abort();
-    }
-}
 
 /* Records of 12 bytes: selector, spoil, then offset (2), size (4), token (4). */
 static size_t build(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
@@ -98,22 +92,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     msg.msg_flags = (mode & 2) ? MSG_CTRUNC : 0;
 
     rc = devmem_rx_parse(&msg, ret, cap, frags, max_frags, &nfrags, &err);
-    must(nfrags <= max_frags, "never more pieces than room for them");
+    FUZZ_MUST(nfrags <= max_frags, "never more pieces than room for them");
     if (0 == rc) {
         size_t linear = 0;
 
         for (size_t i = 0; i < nfrags; i++) {
-            must(frags[i].len > 0, "no empty piece");
+            FUZZ_MUST(frags[i].len > 0, "no empty piece");
             if (DEVMEM_FRAG_LINEAR == frags[i].kind) {
-                must(frags[i].offset == linear, "linear pieces follow each other");
+                FUZZ_MUST(frags[i].offset == linear, "linear pieces follow each other");
                 linear += frags[i].len;
             }
             sum += frags[i].len;
         }
-        must(sum == ret, "the pieces add up to what recvmsg returned");
-        must(linear <= cap, "linear pieces fit the caller's buffer");
+        FUZZ_MUST(sum == ret, "the pieces add up to what recvmsg returned");
+        FUZZ_MUST(linear <= cap, "linear pieces fit the caller's buffer");
     } else {
-        must(rc < 0 && err.code == -rc && '\0' != err.msg[0], "a refusal says why");
+        FUZZ_MUST(rc < 0 && err.code == -rc && '\0' != err.msg[0], "a refusal says why");
     }
     free(ctrl);
     return 0;

@@ -11,15 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "btl_devmem_hdr.h"
+#include "fuzz.h"
 
-static void must(int cond, const char *what)
-{
-    if (!cond) {
-        fprintf(stderr, "fuzz_wire: broken promise: %s\n", what);
-        abort();
-    }
-}
+#include "btl_devmem_hdr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,11 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(&hello, data, sizeof(hello));
     for (int request = 0; request < 2; request++) {
         c = mca_btl_devmem_hello_check(&hello, request, hello.secret ^ (uint64_t) request);
-        must(NULL != mca_btl_devmem_check_str(c), "every hello verdict has words");
+        FUZZ_MUST(NULL != mca_btl_devmem_check_str(c), "every hello verdict has words");
         if (MCA_BTL_DEVMEM_CHECK_OK == c) {
-            must(0 != hello.frag_limit && hello.frag_limit <= MCA_BTL_DEVMEM_MAX_FRAG_LIMIT,
+            FUZZ_MUST(0 != hello.frag_limit && hello.frag_limit <= MCA_BTL_DEVMEM_MAX_FRAG_LIMIT,
                  "an accepted hello announces a sane fragment limit");
-            must(sizeof(struct mca_btl_devmem_hdr) == hello.hdr_size,
+            FUZZ_MUST(sizeof(struct mca_btl_devmem_hdr) == hello.hdr_size,
                  "an accepted hello agrees on the header size");
         }
     }
@@ -56,18 +50,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         memcpy(&h, data, sizeof(h));
         c = mca_btl_devmem_hdr_check(&h, &lim);
-        must(NULL != mca_btl_devmem_check_str(c), "every header verdict has words");
+        FUZZ_MUST(NULL != mca_btl_devmem_check_str(c), "every header verdict has words");
         if (MCA_BTL_DEVMEM_CHECK_OK == c) {
             uint32_t payload = mca_btl_devmem_hdr_payload(&h);
 
-            must(h.type >= MCA_BTL_DEVMEM_HDR_SEND && h.type <= MCA_BTL_DEVMEM_HDR_TYPE_MAX,
+            FUZZ_MUST(h.type >= MCA_BTL_DEVMEM_HDR_SEND && h.type <= MCA_BTL_DEVMEM_HDR_TYPE_MAX,
                  "an accepted header has a known type");
-            must(MCA_BTL_DEVMEM_HDR_SEND != h.type || payload <= lim.frag_limit,
+            FUZZ_MUST(MCA_BTL_DEVMEM_HDR_SEND != h.type || payload <= lim.frag_limit,
                  "a SEND payload is within the announced fragment limit");
-            must(payload <= lim.put_limit || (MCA_BTL_DEVMEM_HDR_SEND == h.type
+            FUZZ_MUST(payload <= lim.put_limit || (MCA_BTL_DEVMEM_HDR_SEND == h.type
                                                && payload <= lim.frag_limit),
                  "a PUT or GET payload is within the put limit");
-            must(MCA_BTL_DEVMEM_HDR_GET_REQ != h.type || 0 == payload,
+            FUZZ_MUST(MCA_BTL_DEVMEM_HDR_GET_REQ != h.type || 0 == payload,
                  "a GET request carries no payload");
             if (payload > 0 && payload <= size - sizeof(h)) {
                 data += payload; /* skip it, as the reader does */
