@@ -16,7 +16,7 @@ build=${DEVMEM_BUILD:-$here/build}
 prefix=$build/install
 
 packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake clang
-          libtool pkg-config make gcc iproute2 netpipe-openmpi procps)
+          libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind)
 
 install_deps() {
     local missing=()
