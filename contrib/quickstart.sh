@@ -16,11 +16,18 @@ build=${DEVMEM_BUILD:-$here/build}
 prefix=$build/install
 
 packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake clang
-          libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind)
+          libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind
+          environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term tcl)
 
 install_deps() {
     local missing=()
+    # the module test runs Lmod from its package; Debian's lmod and environment-modules
+    # conflict, so a machine that has lmod installed keeps it and skips environment-modules
+    if dpkg-query -W -f='${Status}' lmod 2>/dev/null | grep -q 'ok installed'; then
+        packages=("${packages[@]/environment-modules/}")
+    fi
     for p in "${packages[@]}"; do
+        [ -n "$p" ] || continue
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
