@@ -122,6 +122,9 @@ typedef struct mca_btl_devmem_component_t {
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
     char *topology;         /* hwloc XML to read instead of this machine's, empty: none */
+    char *fault;            /* tests: a frame to spoil (btl_devmem_fault.c), empty: none */
+    int fault_rank;         /* tests: the rank that spoils it */
+    int fault_after;        /* tests: SEND frames that go out intact first */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */

@@ -26,6 +26,7 @@
 #include "btl_devmem_dev.h"
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_fault.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
@@ -264,6 +265,20 @@ static int component_register(void)
                "An hwloc XML file (lstopo --of xml) to read the PCI topology from instead of "
                "discovering this machine's (empty: discover)",
                OPAL_INFO_LVL_6, &c->topology);
+
+    c->fault = "";
+    reg_string("fault",
+               "For tests only: make one rank spoil one of its frames, to show what a "
+               "peer's garbage does to a live connection: bad-type (an unknown frame type), "
+               "too-long (a length beyond every limit) or truncated (half a header, then the "
+               "connection shut); empty: never",
+               OPAL_INFO_LVL_9, &c->fault);
+    c->fault_rank = 0;
+    reg_int("fault_rank", "For tests only: the rank (in MPI_COMM_WORLD) that injects "
+            "btl_devmem_fault", OPAL_INFO_LVL_9, &c->fault_rank);
+    c->fault_after = 50;
+    reg_int("fault_after", "For tests only: SEND frames that rank sends intact before "
+            "btl_devmem_fault strikes", OPAL_INFO_LVL_9, &c->fault_after);
 
     return mca_btl_base_param_register(&c->super.btl_version,
                                        &mca_btl_devmem_module_template.super);
@@ -671,6 +686,9 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
     }
     rc = mca_btl_devmem_frag_lists_init(mca_btl_devmem_module_template.super.btl_eager_limit,
                                         mca_btl_devmem_module_template.super.btl_max_send_size);
+    if (OPAL_SUCCESS == rc) {
+        rc = mca_btl_devmem_fault_init();
+    }
     if (OPAL_SUCCESS != rc || OPAL_SUCCESS != (rc = create_modules())
         || OPAL_SUCCESS != (rc = mca_btl_devmem_dev_init())
         || OPAL_SUCCESS != (rc = publish_modex())) {

@@ -927,6 +927,20 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
+    if (0 == err && (ep->rtail > ep->rhead || MCA_BTL_DEVMEM_RX_HDR != ep->rx_state)) {
+        /* the stream ended inside a frame: say so, the bytes we had are not a message */
+        char why[128];
+
+        if (MCA_BTL_DEVMEM_RX_HDR == ep->rx_state) {
+            snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
+                     "frame (%zu bytes of it received)", ep->rtail - ep->rhead);
+        } else {
+            snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
+                     "frame's payload");
+        }
+        ep_fail(ep, why, 0);
+        return;
+    }
     ep_fail(ep, 0 == err ? "the peer closed the connection without saying goodbye"
                          : "receive failed", err);
 }

@@ -5,6 +5,7 @@
 #include "opal_config.h"
 
 #include "btl_devmem_frag.h"
+#include "btl_devmem_fault.h"
 #include "btl_devmem_reg.h"
 
 #include <errno.h>
@@ -206,6 +207,10 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk,
         /* at most `chunk` bytes per call */
         mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
+            if (0 == frag->iov_idx && frag->iov_cnt > 0 && frag->iov[0].iov_base == &frag->hdr
+                && 0 != mca_btl_devmem_fault_frame(sd, frag)) {
+                return -EPIPE;
+            }
             for (int i = frag->iov_idx;
                  i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < chunk; i++) {
                 iov[cnt] = frag->iov[i];

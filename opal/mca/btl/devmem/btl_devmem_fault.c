@@ -1,0 +1,81 @@
+/*
+ * Fault injection for the tests (see btl_devmem_fault.h).
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "opal/util/proc.h"
+
+#include "btl_devmem_fault.h"
+
+enum fault_kind { FAULT_NONE, FAULT_BAD_TYPE, FAULT_TOO_LONG, FAULT_TRUNCATED };
+
+static struct {
+    enum fault_kind kind;
+    int countdown; /* SEND frames still to go out intact */
+} fault;
+
+int mca_btl_devmem_fault_init(void)
+{
+    static const struct {
+        const char *name;
+        enum fault_kind kind;
+    } kinds[] = {{"bad-type", FAULT_BAD_TYPE}, {"too-long", FAULT_TOO_LONG},
+                 {"truncated", FAULT_TRUNCATED}};
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    fault.kind = FAULT_NONE;
+    if (NULL == c->fault || '\0' == c->fault[0]) {
+        return OPAL_SUCCESS;
+    }
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (0 == strcasecmp(c->fault, kinds[i].name)) {
+            if ((int) opal_proc_local_get()->proc_name.vpid == c->fault_rank) {
+                fault.kind = kinds[i].kind;
+                fault.countdown = c->fault_after > 0 ? c->fault_after : 0;
+                opal_output(0, "btl:devmem: fault injection armed: %s after %d sends",
+                            kinds[i].name, fault.countdown);
+            }
+            return OPAL_SUCCESS;
+        }
+    }
+    opal_output(0, "btl:devmem: btl_devmem_fault \"%s\" is none of bad-type, too-long, "
+                "truncated", c->fault);
+    return OPAL_ERR_BAD_PARAM;
+}
+
+int mca_btl_devmem_fault_frame(int sd, mca_btl_devmem_frag_t *frag)
+{
+    if (FAULT_NONE == fault.kind || MCA_BTL_DEVMEM_HDR_SEND != frag->hdr.type
+        || fault.countdown-- > 0) {
+        return 0;
+    }
+    switch (fault.kind) {
+    case FAULT_BAD_TYPE:
+        frag->hdr.type = 0x7f;
+        break;
+    case FAULT_TOO_LONG:
+        frag->hdr.size = UINT32_MAX;
+        break;
+    case FAULT_TRUNCATED:
+        /* part of a header, then nothing: the peer must not wait for the rest. Our own
+         * side fails too (broken pipe); held back a little, so that the peer's verdict is
+         * the one that ends the job and the test can read it */
+        (void) send(sd, &frag->hdr, sizeof(frag->hdr) / 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void) shutdown(sd, SHUT_RDWR);
+        fault.kind = FAULT_NONE;
+        sleep(3);
+        return -EPIPE;
+    case FAULT_NONE:
+        break;
+    }
+    opal_output(0, "btl:devmem: fault injection: sent a spoiled header (type %u, size %u)",
+                (unsigned) frag->hdr.type, frag->hdr.size);
+    fault.kind = FAULT_NONE;
+    return 0;
+}

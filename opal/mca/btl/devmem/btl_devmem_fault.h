@@ -1,0 +1,24 @@
+/*
+ * Fault injection for the tests (btl_devmem_fault): one rank spoils one frame of its own, so
+ * that a test can show what a peer's garbage does on the other side of a live connection:
+ * that connection closes with a clear error and the job ends, never a crash or a hang.
+ * Off unless the parameter names a fault.
+ */
+#ifndef MCA_BTL_DEVMEM_FAULT_H
+#define MCA_BTL_DEVMEM_FAULT_H
+
+#include "btl_devmem_frag.h"
+
+BEGIN_C_DECLS
+
+/* Read btl_devmem_fault / _fault_rank / _fault_after. OPAL_SUCCESS, or OPAL_ERR_BAD_PARAM
+ * (said) for a fault it does not know. */
+int mca_btl_devmem_fault_init(void);
+
+/* frag is about to go on the wire from its first byte on sd. 0: write it (perhaps spoiled);
+ * -EPIPE: the fault cut the connection here, stop writing. */
+int mca_btl_devmem_fault_frame(int sd, mca_btl_devmem_frag_t *frag);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_FAULT_H */
