@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A bounded libFuzzer run of each parser target (test/fuzz/fuzz_*.c, built by the sanitizer
-# build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 15). A crash, a sanitizer
+# build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 12). A crash, a sanitizer
 # report or a broken promise fails the step and keeps the input that did it; the executions
 # are reported. The longer run is documented in the README (Robustness).
 set -u
@@ -8,10 +8,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
 . "$here/../lib/sanitize.sh"
 
-seconds=${DEVMEM_FUZZ_SECONDS:-15}
+seconds=${DEVMEM_FUZZ_SECONDS:-12}
 devmem_sanitize_build
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-for name in fuzz_wire fuzz_rx_parse fuzz_netlink; do
+for name in fuzz_wire fuzz_rx_parse fuzz_netlink fuzz_helper_proto; do
     bin=$DEVMEM_SAN_BUILD/test/fuzz/$name
     if [ ! -x "$bin" ]; then
         devmem_step_fail "$name: not built ($bin)"
