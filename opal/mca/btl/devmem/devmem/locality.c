@@ -43,8 +43,10 @@ int devmem_topo_open(struct devmem_topo **topo, const char *xml, struct devmem_e
      * backend reads the PCI tree from sysfs, which is all we need: the libpciaccess plugin
      * would also read every device's config space (and keeps memory it never frees). */
     if (0 != hwloc_topology_set_io_types_filter(d->t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT)
+#if HWLOC_API_VERSION >= 0x00020100 /* hwloc 2.1 */
         || 0 != hwloc_topology_set_components(d->t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
                                               "pci")
+#endif
         || (NULL != xml && 0 != hwloc_topology_set_xml(d->t, xml))) {
         int e = errno;
         hwloc_topology_destroy(d->t);
