@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # A cut link: two namespaced "hosts" joined by two veth pairs, Open MPI's out-of-band on the
 # first, btl/devmem on the second (a management network and a data network). The data link
-# is taken down in the middle of a ping-pong: no FIN, no reset, packets just stop. Each rank
-# must notice within btl_devmem_peer_timeout (5 s here; 20 by default), name the peer it
-# lost, and mpirun must exit non-zero well within 30 s. Without the timeout the job would
-# wait for the kernel's 15 minutes of retransmissions.
+# is taken down in the middle of a ping-pong: no FIN, no reset, packets just stop. A rank
+# must notice, name the peer it lost, and mpirun must exit non-zero well within 30 s: with
+# the defaults (btl_devmem_peer_timeout 20 s on data in flight, btl_devmem_keepalive 10 s
+# on the waiting side), and with a short peer timeout alone. (Keepalive alone is not enough:
+# when both sides have data in flight, the kernel sends no probes.) Without them the job
+# would wait for the kernel's 15 minutes of retransmissions. And a peer that is only busy
+# outside MPI while data waits for it must not be taken for lost.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
 . "$here/netns.sh"
 
 [ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "the peer timeout is btl_devmem's (btl: $DEVMEM_TEST_BTL)"
-devmem_require_programs pingpong
+devmem_require_programs pingpong slowreader
 netns_setup
 data=dmd$$
 data=${data:0:15}
 netns_add_link "$data" 192.0.2.101 192.0.2.102
 NETNS_BTL_IF=$data
-DEVMEM_MCA_ARGS+=(--mca btl_devmem_peer_timeout 5)
 
 cut_run() { # LABEL EXTRA-MCA-ARGS...
     local label=$1 out start rc elapsed job
@@ -51,6 +53,14 @@ cut_run() { # LABEL EXTRA-MCA-ARGS...
         "$label: a rank names the peer it lost"
 }
 
-cut_run "host path"
-cut_run "emulated device path" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+# The other side of the coin: a peer that stays out of MPI (8 s) while data waits for it,
+# with a peer timeout and keepalive far shorter than that, is busy, not lost.
+ip -n "$NETNS_A" link set "$data" up && ip -n "$NETNS_B" link set "$data" up
+devmem_run_checked "a receiver busy for 8 s, peer timeout 3 s, keepalive 2 s" slowreader 2 \
+    "$DEVMEM_MPI_LIMIT" netns_mpirun "$DEVMEM_MPI_LIMIT" 1 1 --mca btl_devmem_peer_timeout 3 \
+    --mca btl_devmem_keepalive 2 "$DEVMEM_MPI_BIN/slowreader" -s 8
+
+cut_run "host path, defaults"
+cut_run "emulated device path, defaults" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+cut_run "host path, peer timeout alone" --mca btl_devmem_keepalive 0 --mca btl_devmem_peer_timeout 5
 devmem_finish

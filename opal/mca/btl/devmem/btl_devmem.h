@@ -102,7 +102,8 @@ typedef struct mca_btl_devmem_component_t {
     int free_list_inc;
     int recv_buffer;        /* bytes of per-connection read-ahead */
     int handshake_timeout;  /* seconds a stranger may take to say hello */
-    int peer_timeout;       /* seconds sent data may stay unacknowledged, 0: the kernel's */
+    int peer_timeout;       /* seconds in-flight data may go unacknowledged, 0: no check */
+    int keepalive;          /* quiet seconds before keepalive probes, 0: none */
     int verbose;
     bool stats_enabled;
     bool nodelay;

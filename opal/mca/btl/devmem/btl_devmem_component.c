@@ -27,6 +27,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_fault.h"
+#include "btl_devmem_liveness.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
@@ -141,13 +142,22 @@ static int component_register(void)
             "Seconds an incoming connection may take to send a valid hello before it is "
             "dropped (strangers and stuck peers)",
             OPAL_INFO_LVL_5, &c->handshake_timeout);
+    c->keepalive = 10;
+    reg_int("keepalive",
+            "Seconds a connection may be quiet before TCP keepalive probes check that the "
+            "peer is still there; five unanswered probes, one every fifth of this, count it "
+            "as lost and end the job naming it (a cut link or a dead node, seen by the rank "
+            "that waits). The kernel probes only while nothing is in flight, so a peer that "
+            "is busy and not reading is never taken for dead. 0: no probes",
+            OPAL_INFO_LVL_4, &c->keepalive);
     c->peer_timeout = 20;
     reg_int("peer_timeout",
-            "Seconds a connection may go without the peer acknowledging anything (data, or "
-            "keepalive probes sent after a quarter of this on a quiet connection) before the "
-            "peer counts as lost and the job ends naming it: a cut link or a dead node then "
-            "ends the job instead of hanging it for the kernel's 15 minutes. A peer that is "
-            "merely slow to read still acknowledges. 0: the kernel's defaults",
+            "Seconds a connection may carry data in flight without the peer acknowledging "
+            "anything before the peer counts as lost and the job ends naming it (the sending "
+            "side of a cut link or a dead host; the waiting side is btl_devmem_keepalive's). "
+            "A peer that is busy and not reading still acknowledges window probes, so it is "
+            "never taken for dead. Checked once a second. 0: the kernel's 15 minutes of "
+            "retransmission",
             OPAL_INFO_LVL_4, &c->peer_timeout);
     c->nodelay = true;
     reg_bool("nodelay", "Set TCP_NODELAY on every connection (disable Nagle)", OPAL_INFO_LVL_5,
@@ -333,6 +343,7 @@ static void modules_release(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
+    mca_btl_devmem_liveness_stop();
     mca_btl_devmem_devflow_fini();
     mca_btl_devmem_reg_fini(); /* its TX bindings, before the kernel interface goes */
     mca_btl_devmem_dev_fini();
@@ -701,6 +712,7 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
     for (int i = 0; i < c->num_modules; i++) {
         btls[i] = &c->modules[i]->super;
     }
+    mca_btl_devmem_liveness_start();
 #ifdef DEVMEM_OMPI_COMMON_CUDA
     (void) mca_common_cuda_stage_one_init(); /* it says itself when CUDA is unusable */
     common_cuda_started = true;

@@ -53,6 +53,9 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly);
 /* Free ep's device-flow state (closed first). */
 void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep);
 
+/* The socket of ep's outgoing device flow, -1 when there is none (liveness checks). */
+int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep);
+
 /* Bytes of gets queued on ep's incoming device flow, for diagnostics. */
 size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep);
 

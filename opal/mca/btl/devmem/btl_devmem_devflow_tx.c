@@ -356,3 +356,8 @@ void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly
         df->tx_zerocopy = false;
     }
 }
+
+int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep)
+{
+    return NULL == ep->devflow ? -1 : ep->devflow->tx_sd;
+}

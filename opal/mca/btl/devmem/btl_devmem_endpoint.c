@@ -242,9 +242,12 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
              "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
              OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
              err ? ": " : "", err ? strerror(err) : "");
-    /* the PML ends the job with msg as its words; say it ourselves only without one */
+    /* the PML ends the job with msg as its words; say it ourselves only without one (and
+     * at verbosity 1, for a PML that carries on without printing) */
     if (NULL == ep->module->error_cb) {
         opal_output(0, "%s", msg);
+    } else {
+        DEVMEM_VERBOSE(1, "%s", msg);
     }
     complete_list(ep, &doomed, OPAL_ERR_UNREACH);
     OBJ_DESTRUCT(&doomed);
@@ -413,20 +416,18 @@ void mca_btl_devmem_tune_socket(int sd)
     if (c->rcvbuf > 0) {
         (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
     }
-    if (c->peer_timeout > 0) {
+    if (c->keepalive > 0) {
         /* A peer that vanishes without a FIN or a reset (a cut cable, a powered-off node)
-         * would otherwise hold the job for the kernel's 15 minutes of retransmissions. The
-         * user timeout bounds how long sent data may stay unacknowledged; keepalive probes,
-         * from a quarter of it on, give an idle connection something to time out on. A
-         * receiver that merely stops reading still acknowledges the window probes, so a
-         * slow application is never mistaken for a dead one. */
-        unsigned int ms = (unsigned int) c->peer_timeout * 1000u;
-        int idle = c->peer_timeout / 4 > 0 ? c->peer_timeout / 4 : 1, intvl = 1;
+         * is otherwise never noticed by a rank that only waits for it. Keepalive probes
+         * start after this many quiet seconds and give up after five unanswered ones. The
+         * kernel probes only while nothing is in flight, so a peer that is busy elsewhere
+         * and not reading is never probed, nor taken for dead. */
+        int idle = c->keepalive, intvl = c->keepalive / 5 > 0 ? c->keepalive / 5 : 1, cnt = 5;
 
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
         (void) setsockopt(sd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
         (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     }
 }
 

@@ -1,0 +1,84 @@
+/*
+ * Noticing a peer behind a cut link (see btl_devmem_liveness.h).
+ */
+#include "opal_config.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "opal/mca/event/event.h"
+
+#include "btl_devmem_devflow.h"
+#include "btl_devmem_endpoint.h"
+#include "btl_devmem_liveness.h"
+
+static opal_event_t tick;
+static bool ticking;
+
+/* Seconds since sd's peer last acknowledged data that is still in flight; 0 when nothing is
+ * in flight (or the kernel does not say). */
+static unsigned int unacked_for(int sd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    if (sd < 0 || 0 != getsockopt(sd, IPPROTO_TCP, TCP_INFO, &ti, &len) || 0 == ti.tcpi_unacked) {
+        return 0;
+    }
+    return ti.tcpi_last_ack_recv / 1000u;
+}
+
+static void check(int fd, short flags, void *arg)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    unsigned int limit = (unsigned int) c->peer_timeout;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        mca_btl_devmem_endpoint_t *ep, *next;
+
+        /* a failing endpoint may leave the list as it fails */
+        OPAL_LIST_FOREACH_SAFE (ep, next, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
+            unsigned int quiet;
+            const char *where = "connection";
+
+            if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
+                continue;
+            }
+            quiet = unacked_for(ep->sd);
+            if (quiet < limit) {
+                quiet = unacked_for(mca_btl_devmem_devflow_tx_socket(ep));
+                where = "device flow";
+            }
+            if (quiet >= limit) {
+                char why[160];
+
+                snprintf(why, sizeof(why), "nothing acknowledged on the %s for %u s with data "
+                         "in flight (btl_devmem_peer_timeout %u): a cut link or a dead host",
+                         where, quiet, limit);
+                mca_btl_devmem_endpoint_fail(ep, why, 0);
+            }
+        }
+    }
+}
+
+void mca_btl_devmem_liveness_start(void)
+{
+    struct timeval every = {1, 0};
+
+    if (ticking || mca_btl_devmem_component.peer_timeout <= 0) {
+        return;
+    }
+    opal_event_set(opal_sync_event_base, &tick, -1, OPAL_EV_PERSIST, check, NULL);
+    opal_event_add(&tick, &every);
+    ticking = true;
+}
+
+void mca_btl_devmem_liveness_stop(void)
+{
+    if (ticking) {
+        opal_event_del(&tick);
+        ticking = false;
+    }
+}
