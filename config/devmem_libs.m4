@@ -11,7 +11,7 @@ AC_DEFUN([DEVMEM_FIND_LIBS], [
         [devmem_have_libdrm="no (drm provider unavailable: install libdrm-dev)"])
     AM_CONDITIONAL([HAVE_LIBDRM], [test "$devmem_have_libdrm" = yes])
 
-    PKG_CHECK_MODULES([HWLOC], [hwloc],
+    PKG_CHECK_MODULES([HWLOC], [hwloc >= 2.0],
         [devmem_have_hwloc=yes; AC_DEFINE([HAVE_HWLOC], [1], [hwloc is available])],
         [devmem_have_hwloc="no (NIC/GPU locality unavailable: install libhwloc-dev)"])
     AM_CONDITIONAL([HAVE_HWLOC], [test "$devmem_have_hwloc" = yes])

@@ -110,6 +110,12 @@ int main(void)
           && NULL != strstr(e.msg, "200 queues"), "too many queues: \"%s\"", e.msg);
     CHECK(-EPROTO == spoiled(DEVMEM_HELPER_BIND_RX, &rx, sizeof(rx), H + 20, 1, 2, &e),
           "a reserved field set: \"%s\"", e.msg);
+    memset(tx.ifname, 0, sizeof(tx.ifname));
+    strcpy(tx.ifname, "..");
+    CHECK(-1000 == spoiled(DEVMEM_HELPER_BIND_TX, &tx, sizeof(tx), -1, 0, 1, &e),
+          "the name \"..\" is never built");
+    CHECK(-EPROTO == spoiled(DEVMEM_HELPER_REPLY, &rep, sizeof(rep), H + 12, 200, 0, &e)
+          && NULL != strstr(e.msg, "queues"), "a reply with 200 queues: \"%s\"", e.msg);
     CHECK(-EPROTO == spoiled(DEVMEM_HELPER_RELEASE, &rel, sizeof(rel), H + 0, 0, 0, &e)
           && NULL != strstr(e.msg, "binding 0"), "release of binding 0: \"%s\"", e.msg);
     CHECK(-EPROTO == spoiled(DEVMEM_HELPER_HELLO, &hello, sizeof(hello), H + 0, 5, 0, &e),

@@ -36,7 +36,7 @@ int mca_btl_devmem_gpu(void)
         }
         return gpu;
     }
-    if (0 == devmem_cuda_current_device(&gpu, &e)) {
+    if (0 == devmem_cuda_current_device(&gpu, &e) && gpu < n) {
         DEVMEM_VERBOSE(10, "GPU %d: the device of the current CUDA context", gpu);
         return gpu;
     }

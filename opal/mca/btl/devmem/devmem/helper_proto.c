@@ -40,6 +40,9 @@ static int check_ifname(const char *name, struct devmem_err *err)
         return devmem_err_set(err, EPROTO, "helper protocol: interface name %s",
                               0 == n ? "empty" : "not terminated");
     }
+    if (0 == strcmp(name, ".") || 0 == strcmp(name, "..")) {
+        return devmem_err_set(err, EPROTO, "helper protocol: interface name \"%s\"", name);
+    }
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char) name[i];
         if (c <= ' ' || c >= 0x7f || '/' == c || ':' == c) {
@@ -91,8 +94,10 @@ static int check_body(struct devmem_helper_msg *m, size_t len, struct devmem_err
         }
         return 0;
     case DEVMEM_HELPER_BIND_RX:
-        if (0 != m->body.bind_rx.reserved || 0 == m->body.bind_rx.nqueues
-            || m->body.bind_rx.nqueues > DEVMEM_HELPER_QUEUES_MAX) {
+        if (0 != m->body.bind_rx.reserved) {
+            return devmem_err_set(err, EPROTO, "helper protocol: reserved bind-rx field set");
+        }
+        if (0 == m->body.bind_rx.nqueues || m->body.bind_rx.nqueues > DEVMEM_HELPER_QUEUES_MAX) {
             return devmem_err_set(err, EPROTO, "helper protocol: bind-rx asks for %u queues "
                                   "(1..%d)", m->body.bind_rx.nqueues, DEVMEM_HELPER_QUEUES_MAX);
         }
@@ -106,8 +111,12 @@ static int check_body(struct devmem_helper_msg *m, size_t len, struct devmem_err
         }
         return 0;
     case DEVMEM_HELPER_REPLY:
-        if (0 != m->body.reply.reserved) {
-            return devmem_err_set(err, EPROTO, "helper protocol: reserved reply field set");
+        if (0 != m->body.reply.reserved || m->body.reply.version > DEVMEM_HELPER_VERSION
+            || m->body.reply.nqueues > DEVMEM_HELPER_QUEUES_MAX
+            || m->body.reply.first_queue > UINT32_MAX - m->body.reply.nqueues) {
+            return devmem_err_set(err, EPROTO, "helper protocol: a reply with version %u, "
+                                  "queues %u+%u", m->body.reply.version,
+                                  m->body.reply.first_queue, m->body.reply.nqueues);
         }
         return 0;
     case DEVMEM_HELPER_ERROR:
