@@ -21,10 +21,11 @@
 static const char *fixture(char *path, size_t len)
 {
     FILE *in = fopen(DEVMEM_TEST_DATA "/topo-two-sockets.xml", "r"), *out;
+    const char *tmp = getenv("TMPDIR");
     char line[1024];
     int fd;
 
-    snprintf(path, len, "/tmp/test_locality.XXXXXX");
+    snprintf(path, len, "%s/test_locality.XXXXXX", NULL != tmp && '\0' != tmp[0] ? tmp : "/tmp");
     if (NULL == in || (fd = mkstemp(path)) < 0 || NULL == (out = fdopen(fd, "w"))) {
         printf("cannot read %s/topo-two-sockets.xml or write %s\n", DEVMEM_TEST_DATA, path);
         exit(1);
@@ -58,7 +59,7 @@ int main(void)
     struct devmem_topo *topo = NULL;
     struct devmem_err e;
     enum devmem_path p;
-    char path[64];
+    char path[4096];
     int rc;
 
     rc = devmem_topo_open(&topo, "/nonexistent/topology.xml", &e);

@@ -30,6 +30,7 @@ int mca_btl_devmem_fault_init(void)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     fault.kind = FAULT_NONE;
+    mca_btl_devmem_fault_armed = false;
     if (NULL == c->fault || '\0' == c->fault[0]) {
         return OPAL_SUCCESS;
     }
@@ -38,6 +39,7 @@ int mca_btl_devmem_fault_init(void)
             if ((int) opal_proc_local_get()->proc_name.vpid == c->fault_rank) {
                 fault.kind = kinds[i].kind;
                 fault.countdown = c->fault_after > 0 ? c->fault_after : 0;
+                mca_btl_devmem_fault_armed = true;
                 opal_output(0, "btl:devmem: fault injection armed: %s after %d sends",
                             kinds[i].name, fault.countdown);
             }
@@ -49,12 +51,18 @@ int mca_btl_devmem_fault_init(void)
     return OPAL_ERR_BAD_PARAM;
 }
 
-int mca_btl_devmem_fault_frame(int sd, mca_btl_devmem_frag_t *frag)
+bool mca_btl_devmem_fault_armed;
+
+int mca_btl_devmem_fault_frame(int sd, opal_list_t *queue)
 {
-    if (FAULT_NONE == fault.kind || MCA_BTL_DEVMEM_HDR_SEND != frag->hdr.type
-        || fault.countdown-- > 0) {
+    mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
+
+    /* only a SEND frame not started yet: a spoiled header must be the next thing on the wire */
+    if (0 != frag->iov_idx || 0 == frag->iov_cnt || frag->iov[0].iov_base != &frag->hdr
+        || MCA_BTL_DEVMEM_HDR_SEND != frag->hdr.type || fault.countdown-- > 0) {
         return 0;
     }
+    mca_btl_devmem_fault_armed = false;
     switch (fault.kind) {
     case FAULT_BAD_TYPE:
         frag->hdr.type = 0x7f;
@@ -68,7 +76,6 @@ int mca_btl_devmem_fault_frame(int sd, mca_btl_devmem_frag_t *frag)
          * the one that ends the job and the test can read it */
         (void) send(sd, &frag->hdr, sizeof(frag->hdr) / 2, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void) shutdown(sd, SHUT_RDWR);
-        fault.kind = FAULT_NONE;
         sleep(3);
         return -EPIPE;
     case FAULT_NONE:
@@ -76,6 +83,5 @@ int mca_btl_devmem_fault_frame(int sd, mca_btl_devmem_frag_t *frag)
     }
     opal_output(0, "btl:devmem: fault injection: sent a spoiled header (type %u, size %u)",
                 (unsigned) frag->hdr.type, frag->hdr.size);
-    fault.kind = FAULT_NONE;
     return 0;
 }

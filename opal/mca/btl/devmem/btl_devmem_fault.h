@@ -15,9 +15,13 @@ BEGIN_C_DECLS
  * (said) for a fault it does not know. */
 int mca_btl_devmem_fault_init(void);
 
-/* frag is about to go on the wire from its first byte on sd. 0: write it (perhaps spoiled);
- * -EPIPE: the fault cut the connection here, stop writing. */
-int mca_btl_devmem_fault_frame(int sd, mca_btl_devmem_frag_t *frag);
+/* Set while this rank has a fault still to inject: the one thing the write path looks at. */
+extern bool mca_btl_devmem_fault_armed;
+
+/* The frame at the head of queue is about to go on the wire from its first byte on sd.
+ * 0: write it (perhaps spoiled); -EPIPE: the fault cut the connection here, stop writing.
+ * Call only while mca_btl_devmem_fault_armed. */
+int mca_btl_devmem_fault_frame(int sd, opal_list_t *queue);
 
 END_C_DECLS
 

@@ -204,15 +204,14 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk,
         int cnt = 0;
         ssize_t n;
 
+        /* tests only (btl_devmem_fault): the frame at the head may be spoiled */
+        if (OPAL_UNLIKELY(mca_btl_devmem_fault_armed)
+            && 0 != mca_btl_devmem_fault_frame(sd, queue)) {
+            return -EPIPE;
+        }
         /* at most `chunk` bytes per call */
         mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
-            /* tests only: a frame about to start at the head of the stream */
-            if (frag == (mca_btl_devmem_frag_t *) opal_list_get_first(queue)
-                && 0 == frag->iov_idx && frag->iov_cnt > 0 && frag->iov[0].iov_base == &frag->hdr
-                && 0 != mca_btl_devmem_fault_frame(sd, frag)) {
-                return -EPIPE;
-            }
             for (int i = frag->iov_idx;
                  i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < chunk; i++) {
                 iov[cnt] = frag->iov[i];
