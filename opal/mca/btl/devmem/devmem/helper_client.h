@@ -1,0 +1,57 @@
+/*
+ * Asking devmem-helperd for bindings and steering rules: the client end of helper_proto.h,
+ * for the component, devmem-probe and the helper's own --status.
+ *
+ * One connection per process, kept open while its bindings are in use: the helper undoes
+ * everything a connection holds when it closes, however the process ends. Calls block until
+ * the helper answers or the timeout passes; one caller at a time.
+ *
+ * Every call returns 0 or -errno with err filled. A refusal carries the helper's errno and
+ * its words: which policy rule or kernel call refused, with the kernel's extack verbatim.
+ */
+#ifndef DEVMEM_HELPER_CLIENT_H
+#define DEVMEM_HELPER_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "helper_proto.h"
+
+/* Where a helper listens unless told otherwise (devmem-helperd --socket). */
+#define DEVMEM_HELPER_SOCKET_DEFAULT "/run/devmem-helperd/helperd.sock"
+
+struct devmem_helper_client;
+
+/* Connect to the helper at path (NULL: the default) and agree on a version. timeout_ms
+ * bounds every later call too. -ENOENT / -ECONNREFUSED: no helper listens there. */
+int devmem_helper_connect(struct devmem_helper_client **c, const char *path, int timeout_ms,
+                          struct devmem_err *err);
+void devmem_helper_close(struct devmem_helper_client *c);
+
+/* Bind dmabuf_fd to nqueues RX queues of ifname and steer the port that listen_fd (a
+ * listening TCP socket of this process) is bound to into the first of them. */
+int devmem_helper_bind_rx(struct devmem_helper_client *c, const char *ifname,
+                          unsigned int nqueues, int dmabuf_fd, int listen_fd,
+                          struct devmem_helper_reply *reply, struct devmem_err *err);
+/* A TX binding of dmabuf_fd on ifname. */
+int devmem_helper_bind_tx(struct devmem_helper_client *c, const char *ifname, int dmabuf_fd,
+                          uint32_t *binding_id, struct devmem_err *err);
+/* Undo one binding this connection made (its rule, its queues). */
+int devmem_helper_release(struct devmem_helper_client *c, uint32_t binding_id,
+                          struct devmem_err *err);
+/* The helper's status text (NUL-terminated, cut to cap). */
+int devmem_helper_status(struct devmem_helper_client *c, char *text, size_t cap,
+                         struct devmem_err *err);
+
+/* Send one message with fds, wait for the answer with the same seq. For tests that speak
+ * the protocol by hand; the calls above use it. *answer is REPLY, ERROR or STATUS_TEXT;
+ * an ERROR is returned as -code with err set from it. */
+int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
+                       size_t body_len, const int *fds, size_t nfds,
+                       struct devmem_helper_msg *answer, struct devmem_err *err);
+
+/* The connected socket, for tests that write raw bytes. */
+int devmem_helper_client_fd(const struct devmem_helper_client *c);
+
+#endif /* DEVMEM_HELPER_CLIENT_H */
