@@ -1,0 +1,381 @@
+/*
+ * What the helper does to a NIC, behind one table (helperd.h):
+ *   real      netdev netlink for bindings (one socket per binding: closing it unbinds),
+ *             ethtool for header split, RSS, ntuple and steering rules (devmem/nic.h);
+ *   emulated  the same bookkeeping with no kernel call, for CI: ids and rules are counted
+ *             here, while the ranks' emulated kernel (devmem/emul.c) carries the data.
+ */
+#include "config.h"
+
+#include "helperd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "netlink.h"
+#include "nic.h"
+
+/* What fd is, as /proc names it: "anon_inode:dmabuf", "/dmabuf:NAME", "/memfd:NAME", ... */
+static void fd_kind(int fd, char *buf, size_t len)
+{
+    char link[64];
+    ssize_t n;
+
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, buf, len - 1);
+    buf[n > 0 ? (size_t) n : 0] = '\0';
+    if (n <= 0) {
+        snprintf(buf, len, "unknown");
+    }
+}
+
+static bool is_dmabuf(const char *kind)
+{
+    return 0 == strcmp(kind, "anon_inode:dmabuf") || 0 == strncmp(kind, "/dmabuf:", 8);
+}
+
+static int fd_size(int fd, uint64_t *bytes, const char *kind, struct devmem_err *err)
+{
+    struct stat st;
+    /* st_size, not lseek: the file offset is shared with the client's descriptor */
+    off_t end = 0 == fstat(fd, &st) ? st.st_size : 0;
+
+    if (end <= 0 && is_dmabuf(kind)) {
+        end = lseek(fd, 0, SEEK_END); /* a dmabuf's answer; it moves no offset */
+    }
+
+    if (end <= 0) {
+        return devmem_err_set(err, EINVAL, "the descriptor passed as a dmabuf (%s) has no size",
+                              kind);
+    }
+    *bytes = (uint64_t) end;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ real */
+
+static int real_rx_queues(struct hd_iface *itf, unsigned int *n, struct devmem_err *err)
+{
+    struct devmem_nl_queues *q = calloc(1, sizeof(*q));
+    struct devmem_nl *nl = NULL;
+    int rc;
+
+    if (NULL == q) {
+        return devmem_err_set(err, ENOMEM, "out of memory");
+    }
+    rc = devmem_nl_open(&nl, err);
+    if (0 == rc) {
+        rc = devmem_nl_queue_get(nl, itf->ifindex, q, err);
+    }
+    *n = q->n_rx;
+    devmem_nl_close(nl);
+    free(q);
+    return rc;
+}
+
+static int real_probe_rx(struct hd_iface *itf, struct devmem_err *err)
+{
+    unsigned int queue = itf->pol->qlo;
+    struct devmem_nl *nl = NULL;
+    struct devmem_err e;
+    uint32_t id = 0;
+    int fd = memfd_create("devmem-helperd-probe", MFD_CLOEXEC), rc;
+
+    if (fd < 0 || 0 != ftruncate(fd, 1 << 20)) {
+        rc = devmem_err_set(err, errno, "memfd for the device probe: %s", strerror(errno));
+    } else if (0 != (rc = devmem_nl_open(&nl, &e))) {
+        rc = devmem_err_set(err, -rc, "%s", e.msg);
+    } else if (0 == (rc = devmem_nl_bind_rx(nl, itf->ifindex, fd, &queue, 1, &id, &e))) {
+        rc = 0; /* a memfd bound: closing nl below unbinds it */
+    } else if (EINVAL == e.code || EBADF == e.code) {
+        rc = 0; /* the device passed; the fd did not, as it should */
+    } else {
+        rc = devmem_err_set(err, e.code, "the kernel refuses bind-rx on %s (RX queue %u): %s",
+                            itf->name, queue, e.msg);
+    }
+    devmem_nl_close(nl);
+    if (fd >= 0) {
+        close(fd);
+    }
+    return rc;
+}
+
+static int real_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
+{
+    char kind[128];
+
+    fd_kind(fd, kind, sizeof(kind));
+    if (!is_dmabuf(kind)) {
+        return devmem_err_set(err, EBADF, "the descriptor passed as a dmabuf is not one (it is "
+                              "%s)", kind);
+    }
+    return fd_size(fd, bytes, kind, err);
+}
+
+static void note(struct hd_iface *itf, const char *what, const char *why)
+{
+    size_t used = strlen(itf->nic_note);
+
+    if (NULL == strstr(itf->nic_note, what)) {
+        snprintf(itf->nic_note + used, sizeof(itf->nic_note) - used, "%s%s: %s",
+                 used ? "; " : "", what, why);
+    }
+}
+
+static int real_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
+{
+    struct devmem_nic_rings rings;
+    struct devmem_nic_rss rss;
+    struct devmem_err e;
+    int rc;
+
+    rc = devmem_nic_get_rings(itf->name, &rings, &e);
+    if (-EOPNOTSUPP == rc) {
+        note(itf, "header split", "not reported by the driver");
+    } else if (0 != rc) {
+        return devmem_err_set(err, -rc, "reading header split on %s: %s", itf->name, e.msg);
+    } else if (DEVMEM_NIC_HDS_ON != rings.tcp_data_split
+               || (rings.has_hds_thresh && 0 != rings.hds_thresh)) {
+        if (!itf->hds_set) {
+            itf->hds_was = (int) rings.tcp_data_split;
+            itf->hds_thresh_was = rings.hds_thresh;
+            itf->hds_thresh_known = rings.has_hds_thresh;
+        }
+        rc = devmem_nic_set_header_split(itf->name, DEVMEM_NIC_HDS_ON, rings.has_hds_thresh, 0,
+                                         &e);
+        if (0 != rc) {
+            return devmem_err_set(err, -rc, "turning header split on (hds-thresh 0) on %s: %s",
+                                  itf->name, e.msg);
+        }
+        itf->hds_set = true;
+        hd_log(LOG_INFO, "%s: header split on, hds-thresh 0", itf->name);
+    }
+    rc = devmem_nic_get_rss(itf->name, &rss, &e);
+    if (-EOPNOTSUPP == rc) {
+        note(itf, "RSS", "not reported by the driver");
+    } else if (0 != rc) {
+        return devmem_err_set(err, -rc, "reading the RSS table of %s: %s", itf->name, e.msg);
+    } else if (rss.spread > itf->pol->qlo) {
+        if (0 == itf->pol->qlo) {
+            return devmem_err_set(err, EINVAL, "the queue range of %s starts at 0, where RSS "
+                                  "always sends traffic: start it above the RSS queues",
+                                  itf->name);
+        }
+        rc = devmem_nic_set_rss_equal(itf->name, itf->pol->qlo, &e);
+        if (0 != rc) {
+            return devmem_err_set(err, -rc, "keeping RSS on queues 0-%u of %s: %s",
+                                  itf->pol->qlo - 1, itf->name, e.msg);
+        }
+        itf->rss_set = true;
+        hd_log(LOG_INFO, "%s: RSS spread over queues 0-%u only", itf->name, itf->pol->qlo - 1);
+    }
+    return 0;
+}
+
+static int real_bind(struct hd_iface *itf, int fd, bool rx, unsigned int first, unsigned int n,
+                     uint32_t *id, void **kstate, struct devmem_err *err)
+{
+    unsigned int queues[HD_QUEUES_MAX];
+    struct devmem_nl *nl = NULL;
+    int rc;
+
+    for (unsigned int i = 0; i < n && i < HD_QUEUES_MAX; i++) {
+        queues[i] = first + i;
+    }
+    rc = devmem_nl_open(&nl, err);
+    if (0 == rc) {
+        rc = rx ? devmem_nl_bind_rx(nl, itf->ifindex, fd, queues, n, id, err)
+                : devmem_nl_bind_tx(nl, itf->ifindex, fd, id, err);
+    }
+    if (0 != rc) {
+        devmem_nl_close(nl);
+        return rc;
+    }
+    *kstate = nl;
+    return 0;
+}
+
+static int real_bind_rx(struct hd_iface *itf, int fd, unsigned int first, unsigned int n,
+                        uint32_t *id, void **kstate, struct devmem_err *err)
+{
+    return real_bind(itf, fd, true, first, n, id, kstate, err);
+}
+
+static int real_bind_tx(struct hd_iface *itf, int fd, uint32_t *id, void **kstate,
+                        struct devmem_err *err)
+{
+    return real_bind(itf, fd, false, 0, 0, id, kstate, err);
+}
+
+static void real_unbind(struct hd_iface *itf, void *kstate)
+{
+    (void) itf;
+    devmem_nl_close(kstate);
+}
+
+static int real_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flow,
+                         uint32_t *rule, struct devmem_err *err)
+{
+    struct devmem_err e;
+    int on = 0, rc;
+
+    rc = devmem_nic_get_ntuple(itf->name, &on, &e);
+    if (0 == rc && !on) {
+        rc = devmem_nic_set_ntuple(itf->name, 1, &e);
+        if (0 == rc) {
+            itf->ntuple_set = true;
+            hd_log(LOG_INFO, "%s: ntuple filters on", itf->name);
+        }
+    }
+    if (0 != rc) {
+        return devmem_err_set(err, -rc, "turning ntuple filters on on %s: %s", itf->name,
+                              e.msg);
+    }
+    return devmem_nic_flow_add(itf->name, flow, rule, err);
+}
+
+static void real_rule_del(struct hd_iface *itf, uint32_t rule)
+{
+    struct devmem_err e;
+
+    if (0 != devmem_nic_flow_del(itf->name, rule, &e)) {
+        hd_log(LOG_ERR, "%s: could not remove steering rule %u: %s", itf->name, rule, e.msg);
+    }
+}
+
+static void real_restore(struct hd_iface *itf)
+{
+    struct devmem_err e;
+
+    if (itf->ntuple_set && 0 != devmem_nic_set_ntuple(itf->name, 0, &e)) {
+        hd_log(LOG_ERR, "%s: could not turn ntuple filters back off: %s", itf->name, e.msg);
+    }
+    if (itf->rss_set && 0 != devmem_nic_reset_rss(itf->name, &e)) {
+        hd_log(LOG_ERR, "%s: could not give RSS back to the driver's default: %s", itf->name,
+               e.msg);
+    }
+    if (itf->hds_set
+        && 0 != devmem_nic_set_header_split(itf->name, (enum devmem_nic_hds) itf->hds_was,
+                                            itf->hds_thresh_known, itf->hds_thresh_was, &e)) {
+        hd_log(LOG_ERR, "%s: could not put header split back: %s", itf->name, e.msg);
+    }
+}
+
+const struct hd_backend_ops hd_backend_real = {
+    .name = "real",
+    .rx_queues = real_rx_queues,
+    .probe_rx = real_probe_rx,
+    .check_dmabuf = real_check_dmabuf,
+    .prepare_rx = real_prepare_rx,
+    .bind_rx = real_bind_rx,
+    .bind_tx = real_bind_tx,
+    .unbind = real_unbind,
+    .rule_add = real_rule_add,
+    .rule_del = real_rule_del,
+    .restore = real_restore,
+};
+
+/* ------------------------------------------------------------------ emulated */
+
+/* Binding ids are shared by RX and TX and never reused, as in the kernel (xa_alloc_cyclic). */
+static uint32_t emul_next_id = 1, emul_next_rule = 1;
+
+static int emul_rx_queues(struct hd_iface *itf, unsigned int *n, struct devmem_err *err)
+{
+    (void) err;
+    *n = itf->pol->qhi + 1; /* the emulated NIC has the queues the policy names */
+    return 0;
+}
+
+/* The ranks' emulated kernel lands data in host memory (a memfd); a real dmabuf is taken too. */
+static int emul_probe_rx(struct hd_iface *itf, struct devmem_err *err)
+{
+    (void) itf, (void) err;
+    return 0;
+}
+
+static int emul_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
+{
+    char kind[128];
+
+    fd_kind(fd, kind, sizeof(kind));
+    if (!is_dmabuf(kind) && 0 != strncmp(kind, "/memfd:", 7)) {
+        return devmem_err_set(err, EBADF, "the descriptor passed as a dmabuf is not one, nor "
+                              "the memfd the emulated kernel takes (it is %s)", kind);
+    }
+    return fd_size(fd, bytes, kind, err);
+}
+
+static int emul_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
+{
+    if (0 == itf->pol->qlo) { /* as on a real NIC, whose RSS always uses queue 0 */
+        return devmem_err_set(err, EINVAL, "the queue range of %s starts at 0, where RSS "
+                              "always sends traffic: start it above the RSS queues", itf->name);
+    }
+    if (!itf->hds_set) {
+        itf->hds_was = DEVMEM_NIC_HDS_OFF;
+        itf->hds_set = true;
+    }
+    itf->rss_set = itf->pol->qlo > 0;
+    note(itf, "emulated", "no NIC was changed");
+    return 0;
+}
+
+static int emul_bind_rx(struct hd_iface *itf, int fd, unsigned int first, unsigned int n,
+                        uint32_t *id, void **kstate, struct devmem_err *err)
+{
+    (void) itf, (void) fd, (void) first, (void) n, (void) err;
+    *id = emul_next_id++;
+    *kstate = NULL;
+    return 0;
+}
+
+static int emul_bind_tx(struct hd_iface *itf, int fd, uint32_t *id, void **kstate,
+                        struct devmem_err *err)
+{
+    return emul_bind_rx(itf, fd, 0, 0, id, kstate, err);
+}
+
+static void emul_unbind(struct hd_iface *itf, void *kstate)
+{
+    (void) itf, (void) kstate;
+}
+
+static int emul_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flow,
+                         uint32_t *rule, struct devmem_err *err)
+{
+    (void) flow, (void) err;
+    itf->ntuple_set = true;
+    *rule = emul_next_rule++;
+    return 0;
+}
+
+static void emul_rule_del(struct hd_iface *itf, uint32_t rule)
+{
+    (void) itf, (void) rule;
+}
+
+static void emul_restore(struct hd_iface *itf)
+{
+    (void) itf;
+}
+
+const struct hd_backend_ops hd_backend_emulated = {
+    .name = "emulated",
+    .rx_queues = emul_rx_queues,
+    .probe_rx = emul_probe_rx,
+    .check_dmabuf = emul_check_dmabuf,
+    .prepare_rx = emul_prepare_rx,
+    .bind_rx = emul_bind_rx,
+    .bind_tx = emul_bind_tx,
+    .unbind = emul_unbind,
+    .rule_add = emul_rule_add,
+    .rule_del = emul_rule_del,
+    .restore = emul_restore,
+};

@@ -1,0 +1,185 @@
+/*
+ * devmem-helperd: the privileged helper that binds NIC queues and installs steering rules for
+ * ranks without CAP_NET_ADMIN. Shared types of its parts:
+ *   policy.c   the configuration file and every allow/refuse decision, with the rule's words
+ *   backend.c  what it does to the NIC, behind one table: real (netlink, ethtool) or emulated
+ *   serve.c    clients: reading messages and their fds, answering, undoing on disconnect
+ *   status.c   the status text
+ *   main.c     options, the listening socket, the event loop, --status
+ * Single-threaded: one poll loop serves every client, so no state needs a lock.
+ */
+#ifndef DEVMEM_HELPERD_H
+#define DEVMEM_HELPERD_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "helper_proto.h"
+
+#define HD_POLICY_IFACES 32
+#define HD_POLICY_GROUPS 32
+#define HD_QUEUES_MAX 64 /* queues per interface range (one 64-bit map) */
+
+/* ------------------------------------------------------------------ policy (policy.c) */
+
+/* Where a setting came from, for the words of a refusal: "FILE:LINE" or "default". */
+struct hd_origin {
+    int line; /* 0: the built-in default */
+};
+
+struct hd_policy_iface {
+    char name[DEVMEM_HELPER_IFNAME];
+    unsigned int qlo, qhi; /* RX queues the helper may bind, inclusive */
+    struct hd_origin at;
+};
+
+struct hd_policy {
+    char path[256]; /* the file read, "" when none */
+    struct hd_policy_iface ifaces[HD_POLICY_IFACES];
+    size_t nifaces;
+    gid_t allow_gids[HD_POLICY_GROUPS]; /* none: whoever can open the socket */
+    size_t nallow;
+    struct hd_origin allow_at;
+    bool has_socket_group;
+    gid_t socket_gid;
+    struct hd_origin socket_group_at;
+    unsigned int max_clients, max_clients_per_user;
+    unsigned int max_bindings, max_rules; /* per user */
+    uint64_t max_bytes;                   /* bound memory per user */
+    bool tx_shared; /* TX bindings on a device other users hold bindings on */
+    bool restore;   /* undo NIC settings when the last binding on it goes */
+    struct hd_origin max_clients_at, max_clients_per_user_at, max_bindings_at, max_rules_at,
+        max_bytes_at, tx_shared_at, restore_at;
+};
+
+/* Defaults, then the file (NULL: none). -errno with "FILE:LINE: what is wrong" in err. */
+int hd_policy_load(struct hd_policy *p, const char *path, struct devmem_err *err);
+const struct hd_policy_iface *hd_policy_iface(const struct hd_policy *p, const char *name);
+/* "FILE:LINE" or "built-in default", for refusals. */
+const char *hd_policy_where(const struct hd_policy *p, struct hd_origin at, char *buf,
+                            size_t len);
+/* Whether uid (primary gid) may use the helper; 0 or -EACCES with the rule in err. */
+int hd_policy_check_user(const struct hd_policy *p, uid_t uid, gid_t gid,
+                         struct devmem_err *err);
+
+/* ------------------------------------------------------------------ state */
+
+struct hd_client;
+
+/* An interface the helper has bound on; NIC settings it changed, to put back. */
+struct hd_iface {
+    char name[DEVMEM_HELPER_IFNAME];
+    unsigned int ifindex;
+    const struct hd_policy_iface *pol;
+    uint64_t busy;          /* queue qlo + i is bound when bit i is set */
+    unsigned int nbindings; /* RX and TX */
+    unsigned int nrules;
+    /* what the backend changed (and the values it found), filled by prepare/steer */
+    bool hds_set, rss_set, ntuple_set;
+    int hds_was;            /* enum devmem_nic_hds found before */
+    uint32_t hds_thresh_was;
+    bool hds_thresh_known;
+    char nic_note[160];     /* what prepare could not check (e.g. "RSS: not reported") */
+    struct hd_iface *next;
+};
+
+struct hd_binding {
+    uint32_t id;        /* the kernel's binding id */
+    bool rx;
+    struct hd_iface *itf;
+    unsigned int first_queue, nqueues; /* RX */
+    bool has_rule;
+    uint32_t rule_id;
+    uint16_t port;      /* RX: the steered port */
+    uint64_t bytes;     /* size of the dmabuf */
+    int listen_fd;      /* RX: the client's socket, held while its port is steered */
+    void *kstate;       /* the backend's handle (real: the netlink socket that holds it) */
+    struct hd_client *owner;
+    struct hd_binding *next; /* the owner's list */
+};
+
+struct hd_client {
+    int fd;
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+    bool hello;
+    long accepted_ms;
+    /* the message being read: header, then body; fds that came with it */
+    unsigned char in[sizeof(struct devmem_helper_hdr) + DEVMEM_HELPER_BODY_MAX];
+    size_t have, need;
+    int fds[DEVMEM_HELPER_FDS_MAX];
+    size_t nfds;
+    struct hd_binding *bindings;
+    bool closing;
+    struct hd_client *next;
+};
+
+/* ------------------------------------------------------------------ backend (backend.c) */
+
+struct devmem_nic_flow;
+
+struct hd_backend_ops {
+    const char *name; /* "real" or "emulated" */
+    /* RX queues the device has. */
+    int (*rx_queues)(struct hd_iface *itf, unsigned int *n, struct devmem_err *err);
+    /* The kernel's verdict on the device before anything is changed: bind-rx with a memfd
+     * standing in for the dmabuf. A device without devmem support is refused before the
+     * kernel looks at the fd (its words are relayed); a capable one refuses the memfd. */
+    int (*probe_rx)(struct hd_iface *itf, struct devmem_err *err);
+    /* Is fd a dmabuf this backend can bind? Its size in *bytes; the refusal names it. */
+    int (*check_dmabuf)(int fd, uint64_t *bytes, struct devmem_err *err);
+    /* Before an RX binding: header split on with threshold 0, RSS kept below the policy's
+     * first queue. What the driver does not report is left to the kernel's own checks at
+     * bind time and noted in itf->nic_note. */
+    int (*prepare_rx)(struct hd_iface *itf, struct devmem_err *err);
+    int (*bind_rx)(struct hd_iface *itf, int dmabuf_fd, unsigned int first, unsigned int n,
+                   uint32_t *id, void **kstate, struct devmem_err *err);
+    int (*bind_tx)(struct hd_iface *itf, int dmabuf_fd, uint32_t *id, void **kstate,
+                   struct devmem_err *err);
+    void (*unbind)(struct hd_iface *itf, void *kstate);
+    /* ntuple on, then one rule; rule_del removes it. */
+    int (*rule_add)(struct hd_iface *itf, const struct devmem_nic_flow *flow, uint32_t *rule,
+                    struct devmem_err *err);
+    void (*rule_del)(struct hd_iface *itf, uint32_t rule);
+    /* The last binding on itf went: put back what prepare and rule_add changed. */
+    void (*restore)(struct hd_iface *itf);
+};
+
+extern const struct hd_backend_ops hd_backend_real;
+extern const struct hd_backend_ops hd_backend_emulated;
+
+/* ------------------------------------------------------------------ the daemon */
+
+struct helperd {
+    struct hd_policy policy;
+    const struct hd_backend_ops *be;
+    struct hd_client *clients;
+    unsigned int nclients;
+    struct hd_iface *ifaces;
+    uint64_t refused, served, dropped; /* requests refused / served, connections dropped */
+};
+
+/* serve.c */
+void hd_client_accept(struct helperd *hd, int cfd);
+/* Read what the client sent and answer every whole message; 0, or -1 when it is gone. */
+int hd_client_readable(struct helperd *hd, struct hd_client *c);
+/* Undo everything the client holds, close it, free it. */
+void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why);
+/* Drop clients that have not said hello within the deadline. */
+void hd_clients_expire(struct helperd *hd, long now_ms);
+long hd_now_ms(void);
+
+/* status.c */
+void hd_status_text(const struct helperd *hd, const struct hd_client *asker, char *buf,
+                    size_t len);
+void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules);
+
+/* main.c: to stderr (--foreground) or syslog */
+void hd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* DEVMEM_HELPERD_H */

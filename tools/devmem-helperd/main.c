@@ -1,0 +1,315 @@
+/*
+ * devmem-helperd: options, the listening socket, the event loop, and --status.
+ * See devmem-helperd(8) and helperd.h for the parts.
+ */
+#include "config.h"
+
+#include "helperd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "helper_client.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+#define HD_CONFIG_DEFAULT SYSCONFDIR "/devmem-helperd.conf"
+
+static bool log_to_stderr = true;
+static int log_verbose;
+
+void hd_log(int prio, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (LOG_DEBUG == prio && !log_verbose) {
+        return;
+    }
+    va_start(ap, fmt);
+    if (log_to_stderr) {
+        fprintf(stderr, "devmem-helperd: ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+    } else {
+        vsyslog(prio, fmt, ap);
+    }
+    va_end(ap);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: devmem-helperd [options]\n"
+            "Binds NIC queues to dmabufs and steers device flows for ranks without "
+            "CAP_NET_ADMIN.\n\n"
+            "  --socket PATH      listen here (default %s)\n"
+            "  --config FILE      policy file (default %s; a missing default file means\n"
+            "                     built-in defaults, under which no interface may be bound)\n"
+            "  --kernel KIND      real (default): netlink and ethtool; emulated: bookkeeping\n"
+            "                     only, for ranks running btl_devmem_kernel=emulated (tests)\n"
+            "  --foreground       stay in the foreground and log to stderr\n"
+            "  --verbose          log every connection too\n"
+            "  --status           ask the helper at --socket what it holds, print it, exit\n"
+            "  --check-config     read the policy file, print what it allows, exit\n"
+            "  --version, --help\n",
+            DEVMEM_HELPER_SOCKET_DEFAULT, HD_CONFIG_DEFAULT);
+}
+
+static int print_status(const char *path)
+{
+    struct devmem_helper_client *c = NULL;
+    static char text[DEVMEM_HELPER_BODY_MAX];
+    struct devmem_err e;
+
+    if (0 != devmem_helper_connect(&c, path, 5000, &e) || 0 != devmem_helper_status(c, text,
+                                                                                    sizeof(text),
+                                                                                    &e)) {
+        fprintf(stderr, "devmem-helperd: %s\n", e.msg);
+        devmem_helper_close(c);
+        return 1;
+    }
+    fputs(text, stdout);
+    devmem_helper_close(c);
+    return 0;
+}
+
+/* Bind the listening socket at path: refuse to take over a live helper's socket, remove a
+ * stale one, and never remove anything that is not a socket. */
+static int open_socket(const char *path, const struct hd_policy *p)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    char dir[sizeof(sa.sun_path)];
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        hd_log(LOG_ERR, "socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    strcpy(dir, path);
+    if (0 == strcmp(path, DEVMEM_HELPER_SOCKET_DEFAULT) && 0 != mkdir(dirname(dir), 0755)
+        && EEXIST != errno) {
+        hd_log(LOG_ERR, "mkdir %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (0 == lstat(path, &st)) {
+        struct devmem_helper_client *c = NULL;
+        struct devmem_err e = {0, ""};
+
+        if (!S_ISSOCK(st.st_mode)) {
+            hd_log(LOG_ERR, "%s exists and is not a socket: not touching it", path);
+            return -1;
+        }
+        if (0 == devmem_helper_connect(&c, path, 2000, &e) || ECONNREFUSED != e.code) {
+            /* answered, or refused us (full, policy): someone is there */
+            devmem_helper_close(c);
+            hd_log(LOG_ERR, "a helper already listens at %s (%s)", path,
+                   0 == e.code ? "it answers" : e.msg);
+            return -1;
+        }
+        unlink(path); /* stale: nobody listens */
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || 0 != bind(fd, (struct sockaddr *) &sa, sizeof(sa))) {
+        hd_log(LOG_ERR, "cannot listen at %s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    /* only root, or root and the socket group; allow-group is checked again per client */
+    if (0 != chmod(path, p->has_socket_group ? 0660 : 0600)
+        || (p->has_socket_group && 0 != chown(path, (uid_t) -1, p->socket_gid))
+        || 0 != listen(fd, 128)) {
+        hd_log(LOG_ERR, "cannot set up %s: %s", path, strerror(errno));
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
+static void accept_all(struct helperd *hd, int lfd)
+{
+    for (int i = 0; i < 64; i++) {
+        int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (cfd < 0) {
+            if (EINTR == errno) {
+                continue;
+            }
+            if (EAGAIN != errno && EWOULDBLOCK != errno) {
+                hd_log(LOG_ERR, "accept: %s", strerror(errno));
+            }
+            return;
+        }
+        hd_client_accept(hd, cfd);
+    }
+}
+
+static int serve(struct helperd *hd, int lfd, int sfd)
+{
+    struct pollfd *pfd = NULL;
+    struct hd_client **who = NULL;
+    size_t cap = 0;
+    int rc = 0;
+
+    for (;;) {
+        size_t n = 2, i = 0;
+        int r;
+
+        if (cap < hd->nclients + 2) {
+            cap = hd->nclients + 64;
+            pfd = realloc(pfd, cap * sizeof(*pfd));
+            who = realloc(who, cap * sizeof(*who));
+            if (NULL == pfd || NULL == who) {
+                hd_log(LOG_ERR, "out of memory");
+                return 1;
+            }
+        }
+        pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
+        pfd[1] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+            who[n] = c;
+            pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+        }
+        r = poll(pfd, n, 1000);
+        if (r < 0 && EINTR != errno) {
+            hd_log(LOG_ERR, "poll: %s", strerror(errno));
+            rc = 1;
+            break;
+        }
+        if (r > 0 && (pfd[0].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            if (sizeof(si) == read(sfd, &si, sizeof(si))) {
+                hd_log(LOG_NOTICE, "signal %u: undoing every binding and stopping", si.ssi_signo);
+                break;
+            }
+        }
+        for (i = 2; r > 0 && i < n; i++) {
+            if (0 != pfd[i].revents && 0 != hd_client_readable(hd, who[i])) {
+                hd_client_drop(hd, who[i], who[i]->closing ? "refused" : "closed by the client");
+            }
+        }
+        if (r > 0 && (pfd[1].revents & POLLIN)) {
+            accept_all(hd, lfd);
+        }
+        hd_clients_expire(hd, hd_now_ms());
+    }
+    while (NULL != hd->clients) {
+        hd_client_drop(hd, hd->clients, "helper stopping");
+    }
+    free(pfd);
+    free(who);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'}, {"config", required_argument, NULL, 'c'},
+        {"kernel", required_argument, NULL, 'k'}, {"foreground", no_argument, NULL, 'f'},
+        {"status", no_argument, NULL, 'S'},       {"check-config", no_argument, NULL, 'C'},
+        {"verbose", no_argument, NULL, 'v'},      {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static struct helperd hd;
+    const char *path = DEVMEM_HELPER_SOCKET_DEFAULT, *config = NULL, *kernel = "real";
+    bool foreground = false, status = false, check = false;
+    struct devmem_err e;
+    sigset_t mask;
+    int o, lfd, sfd, rc;
+
+    while (-1 != (o = getopt_long(argc, argv, "", opts, NULL))) {
+        switch (o) {
+        case 's': path = optarg; break;
+        case 'c': config = optarg; break;
+        case 'k': kernel = optarg; break;
+        case 'f': foreground = true; break;
+        case 'S': status = true; break;
+        case 'C': check = true; break;
+        case 'v': log_verbose = 1; break;
+        case 'V': printf("devmem-helperd %s\n", PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (status) {
+        return print_status(path);
+    }
+    if (0 == strcmp(kernel, "real")) {
+        hd.be = &hd_backend_real;
+    } else if (0 == strcmp(kernel, "emulated")) {
+        hd.be = &hd_backend_emulated;
+    } else {
+        fprintf(stderr, "devmem-helperd: --kernel %s: real or emulated\n", kernel);
+        return 2;
+    }
+    if (NULL == config && 0 == access(HD_CONFIG_DEFAULT, F_OK)) {
+        config = HD_CONFIG_DEFAULT;
+    }
+    if (0 != hd_policy_load(&hd.policy, config, &e)) {
+        fprintf(stderr, "devmem-helperd: %s\n", e.msg);
+        return 1;
+    }
+    if (check) {
+        static char text[DEVMEM_HELPER_BODY_MAX];
+        struct hd_client root = {.uid = 0};
+        hd_status_text(&hd, &root, text, sizeof(text));
+        fputs(strchr(text, '\n') + 1, stdout); /* the policy line, without the empty state */
+        return 0;
+    }
+    if (0 != geteuid()) {
+        hd_log(LOG_WARNING, "not running as root: %s", &hd_backend_real == hd.be
+               ? "bindings and steering will fail without CAP_NET_ADMIN"
+               : "only this user's ranks can connect unless socket-group is set");
+    }
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+        hd_log(LOG_ERR, "signalfd: %s", strerror(errno));
+        return 1;
+    }
+    if ((lfd = open_socket(path, &hd.policy)) < 0) {
+        return 1;
+    }
+    if (!foreground) {
+        if (0 != daemon(0, 0)) {
+            hd_log(LOG_ERR, "daemon: %s", strerror(errno));
+            return 1;
+        }
+        log_to_stderr = false;
+        openlog("devmem-helperd", LOG_PID, LOG_DAEMON);
+    }
+    hd_log(LOG_NOTICE, "listening at %s (kernel %s, policy %s, %zu interface(s))", path,
+           hd.be->name, '\0' != hd.policy.path[0] ? hd.policy.path : "built-in defaults",
+           hd.policy.nifaces);
+    rc = serve(&hd, lfd, sfd);
+    close(lfd);
+    unlink(path);
+    hd_log(LOG_NOTICE, "stopped: served %llu, refused %llu", (unsigned long long) hd.served,
+           (unsigned long long) hd.refused);
+    return rc;
+}

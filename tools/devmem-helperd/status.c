@@ -1,0 +1,121 @@
+/*
+ * The helper's status text: one summary line (clients=N bindings=N rules=N), then one line
+ * per interface it has bound on, one per binding, and what the policy allows the asker.
+ * devmem-helperd --status prints it; devmem-probe shows it.
+ */
+#include "config.h"
+
+#include "helperd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+struct out {
+    char *buf;
+    size_t len, used;
+    bool full;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (o->full || o->len - o->used <= 5) {
+        o->full = true;
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(o->buf + o->used, o->len - o->used, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t) n >= o->len - o->used - 5) { /* room for the "...\n" mark */
+        o->buf[o->used] = '\0';
+        snprintf(o->buf + o->used, o->len - o->used, "...\n");
+        o->full = true;
+        return;
+    }
+    o->used += (size_t) n;
+}
+
+void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules)
+{
+    *bindings = *rules = 0;
+    for (const struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
+        *bindings += itf->nbindings;
+        *rules += itf->nrules;
+    }
+}
+
+static const char *hds_name(int v)
+{
+    return 2 == v ? "on" : 1 == v ? "off" : "unknown";
+}
+
+void hd_status_text(const struct helperd *hd, const struct hd_client *asker, char *buf,
+                    size_t len)
+{
+    const struct hd_policy *p = &hd->policy;
+    struct out o = {buf, len, 0, false};
+    unsigned int nb, nr;
+
+    hd_status_counts(hd, &nb, &nr);
+    buf[0] = '\0';
+    put(&o, "clients=%u bindings=%u rules=%u kernel=%s served=%llu refused=%llu "
+        "dropped=%llu\n", hd->nclients, nb, nr, hd->be->name,
+        (unsigned long long) hd->served, (unsigned long long) hd->refused,
+        (unsigned long long) hd->dropped);
+    for (const struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
+        unsigned int used = 0;
+        for (unsigned int q = 0; q < HD_QUEUES_MAX; q++) {
+            used += 0 != (itf->busy & (1ull << q));
+        }
+        put(&o, "interface %s: queues %u-%u, %u bound; bindings=%u rules=%u", itf->name,
+            itf->pol->qlo, itf->pol->qhi, used, itf->nbindings, itf->nrules);
+        if (itf->hds_set || itf->rss_set || itf->ntuple_set) {
+            put(&o, "; changed:%s%s%s", itf->hds_set ? " header-split" : "",
+                itf->rss_set ? " rss" : "", itf->ntuple_set ? " ntuple" : "");
+        }
+        if (itf->hds_set) {
+            put(&o, " (header split was %s)", hds_name(itf->hds_was));
+        }
+        if ('\0' != itf->nic_note[0]) {
+            put(&o, "; %s", itf->nic_note);
+        }
+        put(&o, "\n");
+    }
+    /* binding ids are what the kernel's TX weakness needs: a user sees only their own,
+     * root (--status) sees all */
+    for (const struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+        if (NULL != asker && 0 != asker->uid && asker->uid != c->uid) {
+            continue;
+        }
+        for (const struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+            if (b->rx) {
+                put(&o, "binding %u: RX on %s queues %u-%u, port %u, rule %u, %llu bytes, pid %d "
+                    "uid %u\n", b->id, b->itf->name, b->first_queue,
+                    b->first_queue + b->nqueues - 1, (unsigned) b->port, b->rule_id,
+                    (unsigned long long) b->bytes, (int) c->pid, (unsigned) c->uid);
+            } else {
+                put(&o, "binding %u: TX on %s, %llu bytes, pid %d uid %u\n", b->id,
+                    b->itf->name, (unsigned long long) b->bytes, (int) c->pid,
+                    (unsigned) c->uid);
+            }
+        }
+    }
+    if (NULL != asker) {
+        put(&o, "policy for uid %u (%s):", (unsigned) asker->uid,
+            '\0' != p->path[0] ? p->path : "built-in defaults");
+        if (0 == p->nifaces) {
+            put(&o, " no interface may be bound");
+        }
+        for (size_t i = 0; i < p->nifaces; i++) {
+            put(&o, "%s %s queues %u-%u", 0 == i ? " interfaces" : ",", p->ifaces[i].name,
+                p->ifaces[i].qlo, p->ifaces[i].qhi);
+        }
+        put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; tx-shared %s; "
+            "restore %s\n", p->max_bindings, p->max_rules, (unsigned long long) p->max_bytes,
+            p->tx_shared ? "yes" : "no", p->restore ? "yes" : "no");
+    }
+}
