@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "err.h"
+#include "helper_client.h"
 #include "netlink.h"
 #include "nic.h"
 #include "uapi.h"
@@ -42,6 +43,7 @@ struct probe_opts {
     const char *ifname; /* NULL: every interface */
     int verbose;
     int bind;           /* 0: skip the bind checks */
+    const char *helper; /* devmem-helperd's socket */
 };
 
 /* The fd the bind checks pass to the kernel. */
@@ -58,7 +60,7 @@ struct probe_fd {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "Usage: devmem-probe [-i IFNAME] [-n] [-v] [--help]\n"
+            "Usage: devmem-probe [-i IFNAME] [-n] [-v] [--helper PATH] [--help]\n"
             "Report what this host offers for Linux device-memory TCP (devmem): per network\n"
             "interface the driver, queues, header split, RSS and flow steering, and what the\n"
             "kernel answers to bind-rx and bind-tx, with a one-line verdict; and the GPUs.\n"
@@ -66,13 +68,15 @@ static void usage(FILE *out)
             "  -i IFNAME  probe this interface only\n"
             "  -n         skip the bind-rx/bind-tx checks\n"
             "  -v         more detail\n"
+            "  --helper PATH  ask the devmem-helperd listening there (default %s)\n"
             "  --help     this text\n"
             "\n"
             "bind-rx and bind-tx need CAP_NET_ADMIN (bind-tx may not on some kernels). They use\n"
             "a real dmabuf when an exporter works here and otherwise a memfd, and say which.\n"
             "On a devmem-capable NIC with a real dmabuf, bind-rx binds the last RX queue for a\n"
             "moment (the kernel restarts that queue) and the probe unbinds it at once.\n"
-            "Exit status: 0 when the probe ran (whatever it found), 2 on bad usage.\n");
+            "Exit status: 0 when the probe ran (whatever it found), 2 on bad usage.\n",
+            DEVMEM_HELPER_SOCKET_DEFAULT);
 }
 
 /* ---- GPUs and dmabuf exporters ------------------------------------------------------------ */
@@ -470,9 +474,35 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
     }
 }
 
+/* Whether a helper answers, what it holds and what it allows this user. */
+static void report_helper(const char *path)
+{
+    struct devmem_helper_client *c = NULL;
+    static char text[DEVMEM_HELPER_BODY_MAX];
+    struct devmem_err e;
+
+    if (0 != devmem_helper_connect(&c, path, 3000, &e)
+        || 0 != devmem_helper_status(c, text, sizeof(text), &e)) {
+        printf("helper: %s%s\n", e.msg, 0 == geteuid() ? ""
+               : " (without it, ranks of this user cannot bind on a real NIC)");
+        devmem_helper_close(c);
+        return;
+    }
+    devmem_helper_close(c);
+    printf("helper: devmem-helperd answers at %s\n", path);
+    for (char *line = strtok(text, "\n"); NULL != line; line = strtok(NULL, "\n")) {
+        printf("  %s\n", line);
+    }
+    printf("  (a TX binding id is global: the kernel lets any local process whose socket\n"
+           "   leaves through the bound device send from that memory, whoever made the\n"
+           "   binding; with tx-shared no the helper refuses TX bindings on a device that\n"
+           "   other users hold bindings on, but it cannot see users that never ask it)\n");
+}
+
 int main(int argc, char **argv)
 {
-    struct probe_opts o = {.ifname = NULL, .verbose = 0, .bind = 1};
+    struct probe_opts o = {.ifname = NULL, .verbose = 0, .bind = 1,
+                           .helper = DEVMEM_HELPER_SOCKET_DEFAULT};
     struct if_nameindex *ifs = NULL;
     struct devmem_nl *nl = NULL;
     struct probe_fd pf;
@@ -491,6 +521,8 @@ int main(int argc, char **argv)
             o.verbose = 1;
         } else if (0 == strcmp(argv[i], "-n")) {
             o.bind = 0;
+        } else if (0 == strcmp(argv[i], "--helper") && i + 1 < argc) {
+            o.helper = argv[++i];
         } else if (0 == strcmp(argv[i], "-i") && i + 1 < argc) {
             o.ifname = argv[++i];
         } else {
@@ -521,6 +553,7 @@ int main(int argc, char **argv)
                devmem_nl_has_cmd(nl, DEVMEM_NETDEV_CMD_BIND_RX) ? "present" : "absent (6.12+)",
                devmem_nl_has_cmd(nl, DEVMEM_NETDEV_CMD_BIND_TX) ? "present" : "absent (6.16+)");
     }
+    report_helper(o.helper);
     report_gpus();
     report_locality(o.ifname);
     if (o.bind) {

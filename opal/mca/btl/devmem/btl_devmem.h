@@ -109,6 +109,7 @@ typedef struct mca_btl_devmem_component_t {
     bool nodelay;
     char *mode;             /* auto | require | off */
     char *kernel;           /* real | emulated */
+    char *helper;           /* auto | off | the devmem-helperd socket path */
     char *rx_provider;      /* auto | cuda | udmabuf | drm | host */
     size_t rx_pool_size;    /* bytes of RX pool per module */
     int rx_queue;           /* real: the RX queue to bind, -1: the last ones, by local rank */

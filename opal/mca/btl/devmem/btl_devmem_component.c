@@ -27,6 +27,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_fault.h"
+#include "btl_devmem_helper.h"
 #include "btl_devmem_liveness.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
@@ -188,6 +189,14 @@ static int component_register(void)
                "emulated over plain TCP with a host-memory pool, for testing without a "
                "devmem NIC; never chosen automatically)",
                OPAL_INFO_LVL_3, &c->kernel);
+    c->helper = "auto";
+    reg_string("helper",
+               "Who binds NIC queues and installs steering rules: \"auto\" asks devmem-helperd "
+               "at its default socket (" DEVMEM_HELPER_SOCKET_DEFAULT ") when the real kernel "
+               "is in use and this process lacks CAP_NET_ADMIN, and binds by itself otherwise; "
+               "\"off\" always binds by itself; a path (starting with /) must be a helper's "
+               "socket, which is then asked with either kernel",
+               OPAL_INFO_LVL_3, &c->helper);
     c->rx_provider = "auto";
     reg_string("rx_provider",
                "Memory of the RX pool that device flows land in: auto (real kernel: cuda, "

@@ -26,6 +26,7 @@
 
 #include "btl_devmem_dev.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_helper.h"
 #include "btl_devmem_near.h"
 
 #include "devmem/netlink.h"
@@ -42,6 +43,7 @@ static struct {
     size_t batch_cap;
     bool batch_ready;
     bool enabled;
+    bool via_helper; /* devmem-helperd makes the bindings and steering rules */
 } dev_state;
 
 /* A reason, cut to the buffer: long kernel texts may lose their tail, never the process. */
@@ -287,6 +289,56 @@ static int check_rss(const struct mca_btl_devmem_if *itf, unsigned int queue, ch
     return 0;
 }
 
+/* Ask the helper to bind the pool (fd: its dmabuf, or the emulation's memfd) and steer the
+ * listen socket's port; it picks the queue. */
+static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_t len)
+{
+    struct devmem_helper_reply reply;
+    struct devmem_err e;
+    int rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, 1, fd,
+                                   d->listen_fd, &reply, &e);
+
+    if (0 != rc) {
+        say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->module->itf.name, e.msg);
+        return rc;
+    }
+    d->helper_id = reply.binding_id;
+    d->rx_queue = reply.first_queue;
+    return 0;
+}
+
+/* Real kernel, no CAP_NET_ADMIN: the helper checks the NIC, picks the queue, binds and
+ * steers; this process keeps the pool and the listen socket. */
+static int setup_real_helper(struct mca_btl_devmem_dev *d, char *why, size_t len)
+{
+    char pool_why[200];
+    int rc;
+
+    if (0 != (rc = open_listener(d, why, len))) {
+        return rc;
+    }
+    if (0 != pool_alloc(d, true, pool_why, sizeof(pool_why))) {
+        /* No dmabuf here. The helper's verdict on the NIC (its policy, the kernel's words)
+         * is still the reason that matters most: ask with a memfd standing in, which the
+         * helper refuses once the NIC has passed. */
+        int fd = memfd_create("btl-devmem-probe", MFD_CLOEXEC);
+
+        rc = fd >= 0 && 0 == ftruncate(fd, 1 << 20) ? helper_bind_rx(d, fd, why, len) : -EBADF;
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (0 == rc || -EBADF == rc) {
+            say(why, len, "no dmabuf exporter for the RX pool: %s", pool_why);
+        }
+        return -ENODEV; /* a granted stand-in is released with d->helper_id */
+    }
+    if (0 != (rc = helper_bind_rx(d, d->pool.dmabuf_fd, why, len))) {
+        return rc;
+    }
+    d->rx_id = d->helper_id;
+    return 0;
+}
+
 static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
     const struct mca_btl_devmem_if *itf = &d->module->itf;
@@ -297,6 +349,10 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
     char pool_why[200];
     int rc;
 
+    if (dev_state.via_helper) {
+        free(qs);
+        return setup_real_helper(d, why, len);
+    }
     if (NULL == qs) {
         say(why, len, "out of memory");
         return -ENOMEM;
@@ -363,15 +419,17 @@ static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
     struct devmem_err e;
     int rc;
 
-    if (0 != (rc = pool_alloc(d, false, why, len))) {
+    if (0 != (rc = pool_alloc(d, false, why, len)) || 0 != (rc = open_listener(d, why, len))) {
+        return rc;
+    }
+    /* through the helper, its checks and bookkeeping come first; the emulation in this
+     * process then carries the data as a NIC would */
+    if (dev_state.via_helper && 0 != (rc = helper_bind_rx(d, d->pool.priv_fd, why, len))) {
         return rc;
     }
     rc = dev_state.k->ops->bind_rx(dev_state.k, &req, &d->rx_id, &e);
     if (0 != rc) {
         say(why, len, "emulated bind-rx: %s", e.msg);
-        return rc;
-    }
-    if (0 != (rc = open_listener(d, why, len))) {
         return rc;
     }
     rc = dev_state.k->ops->steer(dev_state.k, d->listen_port, d->rx_id, &e);
@@ -389,6 +447,9 @@ static void dev_release(struct mca_btl_devmem_dev *d)
 {
     struct devmem_err e;
 
+    if (0 != d->helper_id) {
+        mca_btl_devmem_helper_release(d->helper_id); /* its steering rule goes first */
+    }
     if (d->listen_event_added) {
         opal_event_del(&d->listen_event);
     }
@@ -403,7 +464,7 @@ static void dev_release(struct mca_btl_devmem_dev *d)
         opal_output(0, "btl:devmem: could not remove steering rule %d on %s: %s",
                     d->steer_rule, d->module->itf.name, e.msg);
     }
-    if (0 != d->rx_id) {
+    if (0 != d->rx_id && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
         (void) dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL);
     }
     devmem_region_release(&d->pool);
@@ -496,6 +557,19 @@ int mca_btl_devmem_dev_init(void)
         dev_state.batch_ready = 0 == rc;
         dev_state.batch_cap = dev_state.batch.len;
     }
+    if (0 == rc) {
+        char hwhy[DEVMEM_ERR_MSG_MAX];
+        int h = mca_btl_devmem_helper_open(kind, hwhy, sizeof(hwhy));
+
+        if (h < 0) {
+            rc = devmem_err_set(&e, -h, "devmem-helperd: %s", hwhy);
+        } else {
+            dev_state.via_helper = 1 == h;
+            DEVMEM_VERBOSE(1 == h ? 1 : 5, "bindings and steering: %s", 1 == h ? hwhy
+                           : "by this process");
+            DEVMEM_VERBOSE(5, "helper: %s", hwhy);
+        }
+    }
     dev_state.enabled = true;
     for (int i = 0; i < c->num_modules; i++) {
         paths[i] = DEVMEM_PATH_UNKNOWN;
@@ -575,8 +649,39 @@ void mca_btl_devmem_dev_fini(void)
         devmem_rx_batch_fini(&dev_state.batch);
         dev_state.batch_ready = false;
     }
+    mca_btl_devmem_helper_close();
+    dev_state.via_helper = false;
     if (NULL != dev_state.k) {
         devmem_kernel_close(dev_state.k);
         dev_state.k = NULL;
+    }
+}
+
+int mca_btl_devmem_dev_bind_tx(mca_btl_devmem_module_t *m, struct devmem_region *region,
+                               uint32_t *id, struct devmem_err *err)
+{
+    struct devmem_bind_req req = {m->itf.ifindex, NULL, 0, region};
+
+    if (NULL == dev_state.k) {
+        return devmem_err_set(err, ENODEV, "no device path");
+    }
+    /* the emulated kernel's TX needs no privilege, and host-memory views have no fd to pass */
+    if (dev_state.via_helper && DEVMEM_KERNEL_REAL == dev_state.k->kind) {
+        return mca_btl_devmem_helper_bind_tx(m->itf.name, region, id, err);
+    }
+    return dev_state.k->ops->bind_tx(dev_state.k, &req, id, err);
+}
+
+void mca_btl_devmem_dev_unbind_tx(uint32_t id)
+{
+    struct devmem_err e;
+
+    if (NULL == dev_state.k || 0 == id) {
+        return;
+    }
+    if (dev_state.via_helper && DEVMEM_KERNEL_REAL == dev_state.k->kind) {
+        mca_btl_devmem_helper_release(id);
+    } else if (0 != dev_state.k->ops->unbind(dev_state.k, id, &e)) {
+        DEVMEM_VERBOSE(1, "releasing TX binding %u: %s", id, e.msg);
     }
 }

@@ -29,6 +29,7 @@ struct mca_btl_devmem_dev {
     uint32_t rx_id;             /* its RX binding */
     unsigned int rx_queue;      /* real: the bound RX queue */
     int steer_rule;             /* real: ethtool rule id for the listen port, -1 when none */
+    uint32_t helper_id;         /* the helper's binding (and rule) for this module, 0: none */
     bool steered;               /* emulated: the listen port is steered to rx_id */
     int listen_fd;              /* device-flow connections arrive here */
     uint16_t listen_port;       /* host byte order; the steering key */
@@ -64,6 +65,12 @@ bool mca_btl_devmem_dev_enabled(void);
 struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id);
 
 const char *mca_btl_devmem_mode_name(enum mca_btl_devmem_mode mode);
+
+/* A TX binding of region on module m's interface: from the kernel, or from devmem-helperd
+ * when it makes this process's bindings; and its undoing. 0 or -errno with err. */
+int mca_btl_devmem_dev_bind_tx(mca_btl_devmem_module_t *m, struct devmem_region *region,
+                               uint32_t *id, struct devmem_err *err);
+void mca_btl_devmem_dev_unbind_tx(uint32_t id);
 
 END_C_DECLS
 

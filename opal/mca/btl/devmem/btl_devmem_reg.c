@@ -52,17 +52,10 @@ int mca_btl_devmem_mem_copy(void *dst, const void *src, size_t len, int ordinal,
 
 static void txmem_free(struct mca_btl_devmem_txmem *t)
 {
-    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     for (int i = 0; i < c->num_modules; i++) {
-        if (0 != t->tx_id[i] && NULL != k) {
-            struct devmem_err e;
-
-            if (0 != k->ops->unbind(k, t->tx_id[i], &e)) {
-                DEVMEM_VERBOSE(1, "releasing TX binding %u: %s", t->tx_id[i], e.msg);
-            }
-        }
+        mca_btl_devmem_dev_unbind_tx(t->tx_id[i]);
     }
     devmem_region_release(&t->region);
     free(t->tx_id);
@@ -225,7 +218,6 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
                                       mca_btl_devmem_module_t *m)
 {
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    struct devmem_bind_req req = {0};
     struct devmem_err e;
     uint32_t i = m->index;
 
@@ -236,9 +228,7 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
         t->tx_failed[i] = true;
         return 0;
     }
-    req.ifindex = m->itf.ifindex;
-    req.region = &t->region;
-    if (0 != k->ops->bind_tx(k, &req, &t->tx_id[i], &e)) {
+    if (0 != mca_btl_devmem_dev_bind_tx(m, &t->region, &t->tx_id[i], &e)) {
         t->tx_id[i] = 0;
         t->tx_failed[i] = true;
         DEVMEM_VERBOSE(1, "devmem TX off on %s for a %zu-byte %s allocation, gets from it are "
