@@ -4,7 +4,8 @@
 # (host path, and the emulated device path with devmem TX from host memory, so that the frame
 # reader, the RX ledger, the gather and the TX tracker all run). A sanitizer report anywhere
 # fails the step that printed it. Leak checking is on for the unit tests; in MPI runs it is off,
-# since Open MPI itself keeps memory until exit.
+# since Open MPI itself keeps memory until exit. Last, the sanitized devmem-helperd serves the
+# hostile clients (test/unit/helperd_clients) and stops: no report, no leak.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -56,4 +57,35 @@ if san_run "emulated device path, devmem TX" pingpong 2 -m 16M; then
 fi
 san_run "emulated device path, 4 ranks" nonblocking 4 -n 50 -m 256k
 DEVMEM_MCA_ARGS=("${saved[@]}")
+
+# 3. the helper under hostile clients, leak checking on (its exit after SIGTERM is checked too)
+if [ "$(id -u)" -eq 0 ] && getent group nogroup >/dev/null; then
+    conf=$DEVMEM_TEST_TMP/helperd.conf sock=$DEVMEM_TEST_TMP/helperd.sock
+    log=$DEVMEM_TEST_TMP/helperd.log
+    printf '%s\n' "interface lo queues 1-4" "allow-group root nogroup" "socket-group nogroup" \
+        "max-bindings 3" "max-rules 3" "max-bytes 64M" "max-clients-per-user 20" >"$conf"
+    chmod 755 "$DEVMEM_TEST_TMP"
+    ASAN_OPTIONS=detect_leaks=1 "$DEVMEM_SAN_PREFIX/sbin/devmem-helperd" --foreground \
+        --kernel emulated --config "$conf" --socket "$sock" >"$log" 2>&1 &
+    hpid=$!
+    sleep 1
+    out=$DEVMEM_TEST_TMP/clients.out
+    timeout 120 "$DEVMEM_SAN_BUILD/test/unit/helperd_clients" "$sock" >"$out" 2>&1
+    crc=$?
+    kill -TERM "$hpid"
+    wait "$hpid"
+    hrc=$?
+    if devmem_sanitizer_reports "$log" >/dev/null || devmem_sanitizer_reports "$out" >/dev/null; then
+        devmem_sanitizer_reports "$log" | head -n 20
+        devmem_sanitizer_reports "$out" | head -n 20
+        devmem_step_fail "devmem-helperd under ASan/UBSan with hostile clients: sanitizer report"
+    elif [ "$crc" -ne 0 ] || [ "$hrc" -ne 0 ]; then
+        tail -n 20 "$out" "$log"
+        devmem_step_fail "devmem-helperd under ASan/UBSan: clients exit $crc, helper exit $hrc"
+    else
+        devmem_step_ok "devmem-helperd under ASan/UBSan: $(tail -n 1 "$out") from the hostile clients; stopped cleanly, no leak: $(tail -n 1 "$log")"
+    fi
+else
+    echo "note: devmem-helperd under ASan not run: needs root and group nogroup"
+fi
 devmem_finish

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# devmem-helperd end to end: the helper as root, ranks and hostile clients as other users.
+#   1. hostile clients against a helper on the emulated kernel (test/unit/helperd_clients):
+#      garbage, wrong versions, oversized and truncated messages, wrong descriptors, a
+#      socket that is not the client's listening port, a pipe for a dmabuf, another
+#      connection's binding id, limits, TX sharing across users, a connection flood; each
+#      refused with its reason while a good client keeps its binding
+#   2. a uid outside allow-group is refused at hello (a second helper, allow-group root)
+#   3. a validated 2-rank MPI run as user nobody with btl_devmem_kernel emulated and
+#      btl_devmem_mode require, every binding and rule through the helper, tokens balanced
+#   4. the ranks killed with SIGKILL mid-run: within seconds the helper holds nothing
+#      (and devmem-probe, as nobody, reports the helper and the policy it applies to nobody)
+#   5. the real kernel's refusal of lo (EOPNOTSUPP, its extack) relayed to a rank and printed
+#      in the require-mode message; and of a veth, in a namespace made for this run
+# Exit 0 pass, 1 fail, 77 skip (not root, no runuser, no nobody/nogroup).
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+
+[ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "the helper serves btl_devmem (btl: $DEVMEM_TEST_BTL)"
+[ "$(id -u)" -eq 0 ] || devmem_skip "needs root to run the helper and ranks as another user"
+command -v runuser >/dev/null 2>&1 || devmem_skip "no runuser(1) to run ranks as nobody"
+getent passwd nobody >/dev/null && getent group nogroup >/dev/null ||
+    devmem_skip "no user nobody or group nogroup"
+devmem_require_programs pingpong soak
+
+helperd=$DEVMEM_PREFIX/sbin/devmem-helperd
+clients=$DEVMEM_BUILD/test/unit/helperd_clients
+for p in "$helperd" "$clients"; do
+    [ -x "$p" ] || { echo "FAIL: $p is not built (make install; make -C test/unit check)"; exit 1; }
+done
+
+# Everything here must be reachable by nobody: the sockets, a home and a TMPDIR for mpirun.
+T=$DEVMEM_TEST_TMP
+chmod 755 "$T"
+mkdir -p "$T/home"
+chown nobody "$T/home"
+ns=dmhelper-$$
+helper_pids=()
+cleanup() {
+    local p
+    for p in "${helper_pids[@]}"; do
+        kill -TERM "$p" 2>/dev/null
+    done
+    pkill -KILL -u nobody -f "$DEVMEM_MPI_BIN/soak" 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
+    devmem_testlib_cleanup
+}
+trap cleanup EXIT
+
+# start_helper NAME KERNEL POLICY-LINES...: a helper in the foreground, its log in $T/NAME.log;
+# waits until it answers. $NETNS_EXEC may put it in a namespace.
+start_helper() {
+    local name=$1 kernel=$2
+    shift 2
+    printf '%s\n' "$@" >"$T/$name.conf"
+    ${NETNS_EXEC:-} "$helperd" --foreground --verbose --kernel "$kernel" --config "$T/$name.conf" \
+        --socket "$T/$name.sock" >"$T/$name.log" 2>&1 &
+    helper_pids+=($!)
+    for _ in $(seq 50); do
+        "$helperd" --status --socket "$T/$name.sock" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    devmem_step_fail "helper $name did not start:"
+    cat "$T/$name.log"
+    return 1
+}
+
+status_of() { "$helperd" --status --socket "$T/$1.sock" 2>&1; }
+
+# as_nobody CMD...: the command as nobody, with what mpirun needs and the component path.
+as_nobody() {
+    runuser -u nobody -- env HOME="$T/home" TMPDIR="$T/home" PATH="$PATH" \
+        OMPI_MCA_mca_base_component_path="$OMPI_MCA_mca_base_component_path" \
+        OMPI_MCA_plm_rsh_agent=false "$@"
+}
+
+# ---- 1, 2: hostile clients
+if start_helper hostile emulated "interface lo queues 1-4" "allow-group root nogroup" \
+    "socket-group nogroup" "max-bindings 3" "max-rules 3" "max-bytes 64M" \
+    "max-clients-per-user 20"; then
+    echo "---- helperd_clients $T/hostile.sock"
+    if "$clients" "$T/hostile.sock"; then
+        devmem_step_ok "hostile clients: every one refused with its reason, the good client served"
+    else
+        devmem_step_fail "hostile clients (see the FAIL lines above; helper log follows)"
+        cat "$T/hostile.log"
+    fi
+fi
+if start_helper closed emulated "interface lo queues 1-4" "allow-group root" \
+    "socket-group nogroup"; then
+    if "$clients" "$T/closed.sock" refused-user; then
+        devmem_step_ok "a uid outside allow-group is refused at hello"
+    else
+        devmem_step_fail "a uid outside allow-group"
+    fi
+fi
+
+# ---- 3, 4: MPI as nobody through the helper
+mca=("${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+    --mca btl_devmem_helper "$T/mpi.sock" --mca btl_devmem_if_include lo
+    --mca btl_devmem_stats 1 --mca btl_devmem_verbose 1)
+if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
+    "socket-group nogroup" "max-bytes 1G"; then
+    if devmem_run_checked "pingpong np=2 as nobody through the helper" pingpong 2 \
+        "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
+        mpirun --oversubscribe -np 2 "${mca[@]}" "$DEVMEM_MPI_BIN/pingpong" -m 16M; then
+        devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+        devmem_expect_line "$DEVMEM_LAST_OUT" "bindings and steering: devmem-helperd at $T/mpi.sock" \
+            "the ranks asked the helper"
+        n=$(grep -c "uid 65534: RX binding" "$T/mpi.log")
+        [ "$n" -eq 2 ] && devmem_step_ok "the helper made 2 RX bindings for uid 65534" ||
+            devmem_step_fail "the helper made $n RX bindings for uid 65534, expected 2"
+    fi
+    probe=$DEVMEM_PREFIX/bin/devmem-probe
+    if as_nobody "$probe" -n -i lo --helper "$T/mpi.sock" >"$T/probe.out" 2>&1 &&
+        grep -q "^helper: devmem-helperd answers at $T/mpi.sock" "$T/probe.out" &&
+        grep -q "policy for uid 65534 .*interfaces lo queues 1-8" "$T/probe.out"; then
+        devmem_step_ok "devmem-probe as nobody reports the helper and what it allows nobody"
+    else
+        devmem_step_fail "devmem-probe's helper report:"
+        cat "$T/probe.out"
+    fi
+    sleep 0.3
+    st=$(status_of mpi)
+    [[ "$st" == "clients=1 bindings=0 rules=0 "* ]] &&
+        devmem_step_ok "after the job: ${st%%$'\n'*}" ||
+        devmem_step_fail "after the job the helper still holds: $st"
+
+    # SIGKILL mid-run
+    out=$T/killed.out
+    echo "---- soak as nobody, killed with SIGKILL once its bindings are made"
+    as_nobody timeout --kill-after=10 60 mpirun --oversubscribe -np 2 "${mca[@]}" \
+        "$DEVMEM_MPI_BIN/soak" -t 50 -m 1M >"$out" 2>&1 &
+    job=$!
+    bound=
+    for _ in $(seq 100); do
+        st=$(status_of mpi)
+        if [[ "$st" == *" bindings=2 rules=2 "* ]]; then bound=1; break; fi
+        sleep 0.1
+    done
+    if [ -z "$bound" ]; then
+        devmem_step_fail "the soak's bindings never showed: $st"
+    else
+        sleep 1
+        pkill -KILL -u nobody -f "$DEVMEM_MPI_BIN/soak"
+        killed=$EPOCHREALTIME
+        for _ in $(seq 50); do
+            st=$(status_of mpi)
+            [[ "$st" == "clients=1 bindings=0 rules=0 "* ]] && break
+            sleep 0.1
+        done
+        if [[ "$st" == "clients=1 bindings=0 rules=0 "* ]]; then
+            devmem_step_ok "ranks killed with SIGKILL: $(_devmem_elapsed "$killed")s later the helper holds nothing (${st%%$'\n'*})"
+        else
+            devmem_step_fail "5 s after SIGKILL the helper still holds: $st"
+        fi
+    fi
+    wait "$job" 2>/dev/null
+    # a rank that finalizes releases its binding itself; only the killed ones leave theirs
+    n=$(grep -c "connection closed (closed by the client), 1 binding(s) undone" "$T/mpi.log")
+    [ "$n" -eq 2 ] &&
+        devmem_step_ok "the helper undid the bindings of both killed ranks when their connections closed" ||
+        devmem_step_fail "the helper log shows $n killed connections with a binding undone, expected 2"
+fi
+
+# ---- 5: the real kernel's refusal, relayed
+if start_helper real real "interface lo queues 0-0" "allow-group nogroup" "socket-group nogroup"; then
+    devmem_expect_failure "require on lo as nobody through a real-kernel helper" \
+        "lo: devmem-helperd refused bind-rx on lo: the kernel refuses bind-rx on lo \(RX queue 0\): .*Operation not supported \(kernel" \
+        "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
+        mpirun --oversubscribe -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_mode require \
+        --mca btl_devmem_helper "$T/real.sock" --mca btl_devmem_if_include lo \
+        "$DEVMEM_MPI_BIN/pingpong" -m 64k
+fi
+if command -v ip >/dev/null 2>&1 && ip netns add "$ns" 2>/dev/null; then
+    va=dmh$$a vb=dmh$$b
+    va=${va:0:15} vb=${vb:0:15}
+    ip -n "$ns" link add "$va" type veth peer name "$vb" &&
+        ip -n "$ns" link set "$va" up && ip -n "$ns" link set "$vb" up
+    if NETNS_EXEC="ip netns exec $ns" start_helper veth real "interface $va queues 0-0"; then
+        if "$clients" "$T/veth.sock" kernel-refuses "$va"; then
+            devmem_step_ok "a veth: the kernel's refusal comes back through the helper"
+        else
+            devmem_step_fail "a veth: the kernel's refusal"
+        fi
+    fi
+else
+    echo "note: the veth part did not run: no ip(8) or no network namespace here"
+fi
+devmem_finish

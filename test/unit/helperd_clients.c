@@ -1,0 +1,476 @@
+/*
+ * Clients of a running devmem-helperd, good and hostile: run by test/helper/test_helperd.sh
+ * against a helper started with --kernel emulated and the policy that script writes
+ * (interface lo queues 1-4; max-bindings 3, max-rules 3, max-bytes 64M per user;
+ * max-clients-per-user 20; allow-group root nogroup; socket-group nogroup).
+ *
+ * usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME]
+ *   every scenario below, in order; "refused-user" instead checks that a uid outside
+ *   allow-group is turned away at hello (the script runs a second helper for it);
+ *   "kernel-refuses IFNAME" that a helper running the real kernel relays the kernel's
+ *   refusal of IFNAME (EOPNOTSUPP and its extack), word for word, and holds nothing after.
+ *
+ * Every hostile client must get an answer that names what was wrong (or, for a message that
+ * never completes, be dropped) while a good client, connected all along, keeps being served
+ * and keeps its binding. Exit 0 pass, 1 fail.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helper_client.h"
+#include "helper_proto.h"
+
+#include "check.h"
+
+#define NOBODY 65534
+static const char *sock_path;
+
+static int raw_connect(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+    if (fd < 0 || 0 != connect(fd, (struct sockaddr *) &sa, sizeof(sa))) {
+        perror("connect");
+        exit(1);
+    }
+    return fd;
+}
+
+static void raw_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 8)];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {(void *) buf, len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+
+    if (nfds > 0) {
+        struct cmsghdr *cm;
+        memset(&ctl, 0, sizeof(ctl));
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+    }
+    if ((ssize_t) len != sendmsg(fd, &msg, MSG_NOSIGNAL)) {
+        perror("sendmsg");
+    }
+}
+
+/* Build and send one message as is (no check that it parses). */
+static void send_msg(int fd, uint16_t version, uint16_t type, uint32_t length, const void *body,
+                     size_t body_len, const int *fds, size_t nfds)
+{
+    unsigned char buf[sizeof(struct devmem_helper_hdr) + 8192];
+    struct devmem_helper_hdr h = {DEVMEM_HELPER_MAGIC, version, type, 99, length};
+
+    memcpy(buf, &h, sizeof(h));
+    if (body_len > 0) {
+        memcpy(buf + sizeof(h), body, body_len);
+    }
+    raw_send(fd, buf, sizeof(h) + body_len, fds, nfds);
+}
+
+static void send_hello(int fd)
+{
+    struct devmem_helper_hello hello = {1, 1, 0};
+    send_msg(fd, 1, DEVMEM_HELPER_HELLO, sizeof(hello), &hello, sizeof(hello), NULL, 0);
+}
+
+/* The next answer on fd: 1 with *m filled, 0 when the helper closed, -1 on timeout. */
+static int read_answer(int fd, struct devmem_helper_msg *m, int timeout_ms)
+{
+    unsigned char buf[sizeof(struct devmem_helper_hdr) + DEVMEM_HELPER_BODY_MAX];
+    size_t have = 0;
+
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        struct devmem_err e;
+        ssize_t n = devmem_helper_parse(buf, have, 0, m, &e);
+
+        if (n > 0) {
+            return 1;
+        }
+        if (n < 0) {
+            printf("      (unparsable answer: %s)\n", e.msg);
+            return 0;
+        }
+        if (poll(&p, 1, timeout_ms) <= 0) {
+            return -1;
+        }
+        n = recv(fd, buf + have, sizeof(buf) - have, 0);
+        if (n <= 0) {
+            return 0;
+        }
+        have += (size_t) n;
+    }
+}
+
+/* The next answer is an ERROR with code and words containing want. */
+static int refused_with(int fd, int code, const char *want)
+{
+    struct devmem_helper_msg m;
+    int r = read_answer(fd, &m, 5000);
+
+    if (1 != r || DEVMEM_HELPER_ERROR != m.type) {
+        printf("      (answer: %s)\n", 1 != r ? (0 == r ? "closed" : "none") : "not an error");
+        return 0;
+    }
+    printf("      helper said: [%s] %s\n", strerror(m.body.error.code), m.body.error.msg);
+    return m.body.error.code == code && NULL != strstr(m.body.error.msg, want);
+}
+
+/* The helper closes the connection (after its answer). */
+static int closed(int fd)
+{
+    struct devmem_helper_msg m;
+    return 0 == read_answer(fd, &m, 8000);
+}
+
+static int memfd(size_t size)
+{
+    int fd = memfd_create("helperd-test", MFD_CLOEXEC);
+
+    if (fd < 0 || 0 != ftruncate(fd, (off_t) size)) {
+        perror("memfd");
+        exit(1);
+    }
+    return fd;
+}
+
+static int tcp_socket(int type, int do_listen)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+    if (fd < 0 || 0 != bind(fd, (struct sockaddr *) &sin, sizeof(sin))
+        || (do_listen && 0 != listen(fd, 4))) {
+        perror("tcp socket");
+        exit(1);
+    }
+    return fd;
+}
+
+static struct devmem_helper_client *client(void)
+{
+    struct devmem_helper_client *c;
+    struct devmem_err e;
+
+    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+        printf("FAIL connect: %s\n", e.msg);
+        exit(1);
+    }
+    return c;
+}
+
+static void status(struct devmem_helper_client *c, char *text, size_t len)
+{
+    struct devmem_err e;
+
+    if (0 != devmem_helper_status(c, text, len, &e)) {
+        snprintf(text, len, "(status failed: %s)", e.msg);
+    }
+}
+
+static int bind_rx(struct devmem_helper_client *c, size_t bytes, struct devmem_helper_reply *r,
+                   struct devmem_err *e)
+{
+    int buf = memfd(bytes), lsd = tcp_socket(SOCK_STREAM, 1);
+    int rc;
+
+    devmem_err_clear(e);
+    rc = devmem_helper_bind_rx(c, "lo", 1, buf, lsd, r, e);
+
+    close(buf);
+    close(lsd);
+    return rc;
+}
+
+/* Run fn in a child under uid/gid; its exit status is the number of failures. */
+static int as_user(uid_t uid, gid_t gid, int (*fn)(void))
+{
+    pid_t pid = fork();
+    int st = 0;
+
+    if (0 == pid) {
+        if (0 != setgroups(0, NULL) || 0 != setgid(gid) || 0 != setuid(uid)) {
+            perror("drop privileges");
+            _exit(1);
+        }
+        fflush(stdout);
+        _exit(fn() ? 0 : 1);
+    }
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && 0 == WEXITSTATUS(st);
+}
+
+static int nobody_tx_refused(void)
+{
+    struct devmem_helper_client *c = client();
+    struct devmem_err e;
+    uint32_t id = 0;
+    int buf = memfd(1 << 20);
+    int rc = devmem_helper_bind_tx(c, "lo", buf, &id, &e);
+
+    printf("      nobody's bind-tx: %s\n", 0 == rc ? "granted" : e.msg);
+    fflush(stdout);
+    return EBUSY == -rc && NULL != strstr(e.msg, "tx-shared no");
+}
+
+static int outsider_refused(void)
+{
+    int fd = raw_connect();
+    int ok;
+
+    send_hello(fd);
+    ok = refused_with(fd, EACCES, "allow-group") && closed(fd);
+    fflush(stdout);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    struct devmem_helper_client *good, *other;
+    struct devmem_helper_reply r, r2;
+    struct devmem_err e;
+    char text[DEVMEM_HELPER_BODY_MAX];
+    int fd, buf, lsd, fds[3];
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: helperd_clients SOCKET [refused-user]\n");
+        return 2;
+    }
+    sock_path = argv[1];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc > 3 && 0 == strcmp(argv[2], "kernel-refuses")) {
+        good = client();
+        buf = memfd(1 << 20);
+        lsd = tcp_socket(SOCK_STREAM, 1);
+        devmem_err_clear(&e);
+        CHECK(-EOPNOTSUPP == devmem_helper_bind_rx(good, argv[3], 1, buf, lsd, &r, &e)
+                  && NULL != strstr(e.msg, "the kernel refuses bind-rx on ")
+                  && NULL != strstr(e.msg, "(kernel"),
+              "bind-rx on %s: the kernel's refusal comes back: %s", argv[3], e.msg);
+        printf("kernel-said: %s\n", e.msg);
+        status(good, text, sizeof(text));
+        CHECK(0 == strncmp(text, "clients=1 bindings=0 rules=0 ", 29),
+              "and the helper holds nothing for it: %.60s", text);
+        devmem_helper_close(good);
+        return check_finish();
+    }
+    if (argc > 2 && 0 == strcmp(argv[2], "refused-user")) {
+        CHECK(as_user(12345, NOBODY, outsider_refused),
+              "a uid in none of the allowed groups is refused at hello, naming allow-group");
+        return check_finish();
+    }
+
+    /* a good client, connected throughout */
+    good = client();
+    CHECK(0 == bind_rx(good, 8 << 20, &r, &e) && r.binding_id > 0 && r.first_queue >= 1
+              && r.first_queue <= 4 && 1 == r.nqueues && r.rule_id > 0,
+          "a good client binds 8 MiB to lo, queue %u, rule %u (%s)", r.first_queue, r.rule_id,
+          e.msg);
+
+    /* garbage */
+    fd = raw_connect();
+    raw_send(fd, "GET / HTTP/1.0\r\n\r\n", 18, NULL, 0);
+    CHECK(refused_with(fd, EPROTO, "bad magic") && closed(fd),
+          "garbage is answered with the reason and the connection closed");
+    close(fd);
+
+    /* a wrong protocol version in the header, and in hello */
+    fd = raw_connect();
+    {
+        struct devmem_helper_hello hello = {1, 1, 0};
+        send_msg(fd, 2, DEVMEM_HELPER_HELLO, sizeof(hello), &hello, sizeof(hello), NULL, 0);
+    }
+    CHECK(refused_with(fd, EPROTO, "version 2") && closed(fd), "a version-2 header is refused");
+    close(fd);
+    fd = raw_connect();
+    {
+        struct devmem_helper_hello hello = {2, 3, 0};
+        send_msg(fd, 1, DEVMEM_HELPER_HELLO, sizeof(hello), &hello, sizeof(hello), NULL, 0);
+    }
+    CHECK(refused_with(fd, EPROTO, "versions 2-3") && closed(fd),
+          "a hello offering only versions 2-3 is refused");
+    close(fd);
+
+    /* a request before hello */
+    fd = raw_connect();
+    send_msg(fd, 1, DEVMEM_HELPER_STATUS, 0, NULL, 0, NULL, 0);
+    CHECK(refused_with(fd, EPROTO, "must be hello") && closed(fd), "no request before hello");
+    close(fd);
+
+    /* oversized: a body beyond its type's size, and beyond any size */
+    fd = raw_connect();
+    send_hello(fd);
+    CHECK(1 == read_answer(fd, &(struct devmem_helper_msg){0}, 5000), "hello answered");
+    {
+        static char big[8192];
+        send_msg(fd, 1, DEVMEM_HELPER_RELEASE, sizeof(big), big, sizeof(big), NULL, 0);
+    }
+    CHECK(refused_with(fd, EPROTO, "body of 8192 bytes") && closed(fd),
+          "an oversized release is refused without reading its body");
+    close(fd);
+    fd = raw_connect();
+    send_msg(fd, 1, DEVMEM_HELPER_STATUS_TEXT, 1u << 30, "x", 1, NULL, 0);
+    CHECK(refused_with(fd, EPROTO, "1073741824 bytes") && closed(fd),
+          "a 1 GiB length is refused at the header");
+    close(fd);
+
+    /* truncated: half a message, then nothing: dropped after the hello deadline */
+    fd = raw_connect();
+    raw_send(fd, "\x44\x4d\x48\x50\x01\x00", 6, NULL, 0);
+    CHECK(closed(fd), "half a header and silence: dropped after the hello deadline");
+    close(fd);
+    /* truncated: half a message, then the client hangs up: nothing left behind */
+    fd = raw_connect();
+    send_hello(fd);
+    (void) read_answer(fd, &(struct devmem_helper_msg){0}, 5000);
+    buf = memfd(1 << 20);
+    lsd = tcp_socket(SOCK_STREAM, 1);
+    fds[0] = buf;
+    fds[1] = lsd;
+    {
+        struct devmem_helper_bind_rx req = {"lo", 1, 0};
+        send_msg(fd, 1, DEVMEM_HELPER_BIND_RX, sizeof(req), &req, 8, fds, 2);
+    }
+    close(fd);
+
+    /* a reply type sent as a request; wrong descriptor counts */
+    fd = raw_connect();
+    send_hello(fd);
+    (void) read_answer(fd, &(struct devmem_helper_msg){0}, 5000);
+    {
+        struct devmem_helper_reply rep = {0};
+        send_msg(fd, 1, DEVMEM_HELPER_REPLY, sizeof(rep), &rep, sizeof(rep), NULL, 0);
+    }
+    CHECK(refused_with(fd, EPROTO, "not a request") && closed(fd), "a reply is not a request");
+    close(fd);
+    fd = raw_connect();
+    send_hello(fd);
+    (void) read_answer(fd, &(struct devmem_helper_msg){0}, 5000);
+    {
+        struct devmem_helper_bind_rx req = {"lo", 1, 0};
+        send_msg(fd, 1, DEVMEM_HELPER_BIND_RX, sizeof(req), &req, sizeof(req), fds, 1);
+    }
+    CHECK(refused_with(fd, EPROTO, "it takes 2") && closed(fd),
+          "bind-rx with one descriptor is refused");
+    close(fd);
+    fd = raw_connect();
+    fds[2] = buf;
+    {
+        struct devmem_helper_hello hello = {1, 1, 0};
+        send_msg(fd, 1, DEVMEM_HELPER_HELLO, sizeof(hello), &hello, sizeof(hello), fds, 3);
+    }
+    CHECK(refused_with(fd, EPROTO, "more than 2 descriptors") && closed(fd),
+          "three descriptors with one message are refused");
+    close(fd);
+
+    /* requests that parse but are not allowed: the connection stays */
+    other = client();
+    {
+        int pipefd[2];
+        if (0 != pipe2(pipefd, O_CLOEXEC)) {
+            return 1;
+        }
+        CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", 1, pipefd[0], lsd, &r2, &e)
+                  && NULL != strstr(e.msg, "not one"),
+              "a pipe passed as the dmabuf is refused: %s", e.msg);
+        close(pipefd[0]);
+        close(pipefd[1]);
+    }
+    {
+        int udp = tcp_socket(SOCK_DGRAM, 0), idle = tcp_socket(SOCK_STREAM, 0);
+        CHECK(-ENOTSOCK == devmem_helper_bind_rx(other, "lo", 1, buf, udp, &r2, &e),
+              "a UDP socket is no device-flow socket: %s", e.msg);
+        CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, idle, &r2, &e)
+                  && NULL != strstr(e.msg, "not listening"),
+              "a bound socket that does not listen has no port to steer: %s", e.msg);
+        CHECK(-ENOTSOCK == devmem_helper_bind_rx(other, "lo", 1, buf, buf, &r2, &e),
+              "a memfd passed as the socket: %s", e.msg);
+        close(udp);
+        close(idle);
+    }
+    CHECK(-EACCES == devmem_helper_bind_rx(other, "eth0", 1, buf, lsd, &r2, &e)
+              && NULL != strstr(e.msg, "refused by policy (interface"),
+          "an interface outside the policy: %s", e.msg);
+    CHECK(-ENOENT == devmem_helper_release(other, r.binding_id, &e),
+          "another connection's binding %u cannot be released: %s", r.binding_id, e.msg);
+    CHECK(-ENOENT == devmem_helper_release(other, 0x7fffffff, &e),
+          "an unknown binding id: %s", e.msg);
+    CHECK(-EDQUOT == bind_rx(other, 128 << 20, &r2, &e) && NULL != strstr(e.msg, "max-bytes"),
+          "128 MiB is over max-bytes: %s", e.msg);
+    CHECK(0 == bind_rx(other, 1 << 20, &r2, &e), "a second binding (%s)", e.msg);
+    CHECK(0 == bind_rx(other, 1 << 20, &r2, &e), "a third binding (%s)", e.msg);
+    CHECK(-EDQUOT == bind_rx(other, 1 << 20, &r2, &e) && NULL != strstr(e.msg, "max-bindings 3"),
+          "a fourth binding for the same user: %s", e.msg);
+    CHECK((devmem_err_clear(&e), 0 == devmem_helper_release(other, r2.binding_id, &e)),
+          "release one of them (%s)", e.msg);
+    CHECK(0 == bind_rx(other, 1 << 20, &r2, &e), "and bind again (%s)", e.msg);
+    /* TX on a device another user shares */
+    CHECK(as_user(NOBODY, NOBODY, nobody_tx_refused),
+          "nobody is refused a TX binding on lo while root holds bindings there");
+    devmem_helper_close(other);
+
+    /* a flood of connections from one user */
+    {
+        int flood[40], refused = 0;
+        for (int i = 0; i < 40; i++) {
+            flood[i] = raw_connect();
+        }
+        for (int i = 0; i < 40; i++) {
+            struct devmem_helper_msg m;
+            struct pollfd p = {flood[i], POLLIN, 0};
+            if (1 == poll(&p, 1, 50) && 1 == read_answer(flood[i], &m, 50)
+                && DEVMEM_HELPER_ERROR == m.type
+                && NULL != strstr(m.body.error.msg, "max-clients-per-user")) {
+                refused++;
+            }
+        }
+        /* the good client holds one connection, status asks on it: 19 more fit */
+        CHECK(21 == refused, "a flood of 40 connections: %d refused by max-clients-per-user",
+              refused);
+        for (int i = 0; i < 40; i++) {
+            close(flood[i]);
+        }
+    }
+
+    /* the good client is still served, and still has its binding */
+    usleep(200 * 1000);
+    status(good, text, sizeof(text));
+    printf("%s", text);
+    CHECK(0 == strncmp(text, "clients=1 bindings=1 rules=1 ", 29),
+          "after all of it: only the good client and its one binding remain");
+    {
+        char want[64];
+        snprintf(want, sizeof(want), "binding %u: RX on lo", r.binding_id);
+        CHECK(NULL != strstr(text, want), "the good client's binding %u is intact", r.binding_id);
+    }
+    CHECK((devmem_err_clear(&e), 0 == devmem_helper_release(good, r.binding_id, &e)),
+          "the good client releases it (%s)", e.msg);
+    status(good, text, sizeof(text));
+    CHECK(0 == strncmp(text, "clients=1 bindings=0 rules=0 ", 29), "nothing is left bound");
+    devmem_helper_close(good);
+    close(buf);
+    close(lsd);
+    return check_finish();
+}
