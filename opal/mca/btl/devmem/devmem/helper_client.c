@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 struct devmem_helper_client {
+    pthread_mutex_t lock; /* one request at a time: ranks may call from several threads */
     int fd;
     int timeout_ms;
     uint32_t seq;
@@ -149,7 +151,20 @@ static int recv_msg(struct devmem_helper_client *c, struct devmem_helper_msg *m,
     }
 }
 
-int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
+/* Tell the helper to drop a binding we no longer wait for; its answer is skipped later. */
+static void release_late(struct devmem_helper_client *c, uint32_t id, long deadline)
+{
+    unsigned char buf[sizeof(struct devmem_helper_hdr) + sizeof(struct devmem_helper_release)];
+    struct devmem_helper_release req = {id, 0};
+    ssize_t len = devmem_helper_build(buf, sizeof(buf), DEVMEM_HELPER_RELEASE, ++c->seq, &req,
+                                      sizeof(req));
+
+    if (len > 0) {
+        (void) send_msg(c, buf, (size_t) len, NULL, 0, deadline, NULL);
+    }
+}
+
+static int call_locked(struct devmem_helper_client *c, uint16_t type, const void *body,
                        size_t body_len, const int *fds, size_t nfds,
                        struct devmem_helper_msg *answer, struct devmem_err *err)
 {
@@ -163,21 +178,31 @@ int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void
         return devmem_err_set(err, EINVAL, "helper: cannot build a type %u message", type);
     }
     rc = send_msg(c, buf, (size_t) len, fds, nfds, deadline, err);
-    if (0 != rc) {
-        /* a helper that turns a connection away (full, policy) says why and closes: the
-         * reason may be waiting even though sending failed */
-        struct devmem_err ignored;
-        if (0 != recv_msg(c, answer, now_ms() + 100, &ignored)
-            || DEVMEM_HELPER_ERROR != answer->type) {
+    for (;;) {
+        if (0 != rc) {
+            /* a helper that turns a connection away (full, policy) says why and closes: the
+             * reason may be waiting even though sending failed */
+            struct devmem_err ignored;
+            if (0 != recv_msg(c, answer, now_ms() + 100, &ignored)
+                || DEVMEM_HELPER_ERROR != answer->type) {
+                return rc;
+            }
+        } else if (0 != (rc = recv_msg(c, answer, deadline, err))) {
             return rc;
         }
-    } else if (0 != (rc = recv_msg(c, answer, deadline, err))) {
-        return rc;
-    }
-    /* seq 0: the helper refused the connection before it read a request */
-    if (answer->seq != seq && !(0 == answer->seq && DEVMEM_HELPER_ERROR == answer->type)) {
-        return devmem_err_set(err, EPROTO, "helper at %s answered request %u, not %u", c->path,
-                              answer->seq, seq);
+        /* seq 0: the helper refused the connection before it read a request */
+        if (answer->seq == seq || (0 == answer->seq && DEVMEM_HELPER_ERROR == answer->type)) {
+            break;
+        }
+        if (answer->seq > seq || 0 != rc) {
+            return devmem_err_set(err, EPROTO, "helper at %s answered request %u, not %u",
+                                  c->path, answer->seq, seq);
+        }
+        /* the late answer to a call that timed out: a binding granted after we gave up
+         * goes back, so that it neither leaks nor counts against our limits */
+        if (DEVMEM_HELPER_REPLY == answer->type && 0 != answer->body.reply.binding_id) {
+            release_late(c, answer->body.reply.binding_id, deadline);
+        }
     }
     if (DEVMEM_HELPER_ERROR == answer->type) {
         return devmem_err_set(err, answer->body.error.code, "%s", answer->body.error.msg);
@@ -188,6 +213,18 @@ int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void
                               answer->type);
     }
     return 0;
+}
+
+int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
+                       size_t body_len, const int *fds, size_t nfds,
+                       struct devmem_helper_msg *answer, struct devmem_err *err)
+{
+    int rc;
+
+    pthread_mutex_lock(&c->lock);
+    rc = call_locked(c, type, body, body_len, fds, nfds, answer, err);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
 }
 
 int devmem_helper_connect(struct devmem_helper_client **out, const char *path, int timeout_ms,
@@ -211,6 +248,7 @@ int devmem_helper_connect(struct devmem_helper_client **out, const char *path, i
     }
     strcpy(sa.sun_path, path);
     strcpy(c->path, path);
+    pthread_mutex_init(&c->lock, NULL);
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
@@ -243,6 +281,7 @@ void devmem_helper_close(struct devmem_helper_client *c)
         if (c->fd >= 0) {
             close(c->fd);
         }
+        pthread_mutex_destroy(&c->lock);
         free(c);
     }
 }
