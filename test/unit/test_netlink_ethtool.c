@@ -219,6 +219,12 @@ static void test_lo(void)
     CHECK(0 == rc && 0 == on, "ntuple state on lo reads as off");
     rc = devmem_nic_flow_rules("lo", &n, &t, &e);
     CHECK(-EOPNOTSUPP == rc, "flow rule count on lo: \"%s\"", e.msg);
+    {
+        struct devmem_nic_rule rules[4];
+        size_t nr = 99;
+        rc = devmem_nic_flow_list("lo", rules, 4, &nr, &e);
+        CHECK(-EOPNOTSUPP == rc && 0 == nr, "flow rule list on lo: \"%s\"", e.msg);
+    }
     memset(&f, 0, sizeof(f));
     f.family = AF_INET;
     f.dst_port = 5201;

@@ -445,6 +445,53 @@ cleanup:
     return rc;
 }
 
+int devmem_nic_flow_list(const char *ifname, struct devmem_nic_rule *rules, size_t cap,
+                         size_t *n, struct devmem_err *err)
+{
+    struct ethtool_rxnfc cnt;
+    struct ethtool_rxnfc *all = NULL;
+    int rc;
+
+    *n = 0;
+    memset(&cnt, 0, sizeof(cnt));
+    cnt.cmd = ETHTOOL_GRXCLSRLCNT;
+    if ((rc = ethtool_ioctl(ifname, &cnt, "count flow rules", err)) < 0) {
+        return rc;
+    }
+    if (cnt.rule_cnt > 65536) {
+        return devmem_err_set(err, EBADMSG, "ethtool: flow rules on %s: the driver counts %u",
+                              ifname, cnt.rule_cnt);
+    }
+    if (0 == cnt.rule_cnt) {
+        return 0;
+    }
+    all = calloc(1, sizeof(*all) + cnt.rule_cnt * sizeof(all->rule_locs[0]));
+    if (NULL == all) {
+        return devmem_err_set(err, ENOMEM, "ethtool: flow rules on %s: out of memory", ifname);
+    }
+    all->cmd = ETHTOOL_GRXCLSRLALL;
+    all->rule_cnt = cnt.rule_cnt;
+    rc = ethtool_ioctl(ifname, all, "list flow rules", err);
+    for (uint32_t i = 0; 0 == rc && i < all->rule_cnt && i < cnt.rule_cnt; i++) {
+        struct ethtool_rxnfc one;
+
+        memset(&one, 0, sizeof(one));
+        one.cmd = ETHTOOL_GRXCLSRULE;
+        one.fs.location = all->rule_locs[i];
+        if ((rc = ethtool_ioctl(ifname, &one, "read a flow rule", err)) < 0) {
+            break;
+        }
+        if (*n < cap) {
+            rules[*n].location = one.fs.location;
+            rules[*n].drop = RX_CLS_FLOW_DISC == one.fs.ring_cookie;
+            rules[*n].queue = (uint32_t) ethtool_get_flow_spec_ring(one.fs.ring_cookie);
+        }
+        (*n)++;
+    }
+    free(all);
+    return rc;
+}
+
 int devmem_nic_flow_add(const char *ifname, const struct devmem_nic_flow *flow,
                         uint32_t *rule_id, struct devmem_err *err)
 {

@@ -103,6 +103,17 @@ struct devmem_nic_flow {
  * rules itself). Answers without changing anything: the probe's "can it steer" question. */
 int devmem_nic_flow_rules(const char *ifname, uint32_t *n_rules, uint32_t *table_size,
                           struct devmem_err *err);
+/* One installed rule: where it sits and the RX queue it sends to (drop: it discards). */
+struct devmem_nic_rule {
+    uint32_t location;
+    uint32_t queue;
+    int drop;
+};
+
+/* ETHTOOL_GRXCLSRLALL + GRXCLSRULE: up to cap of the installed rules into rules[], their count
+ * in *n (which may exceed cap: the rest are not listed). */
+int devmem_nic_flow_list(const char *ifname, struct devmem_nic_rule *rules, size_t cap,
+                         size_t *n, struct devmem_err *err);
 /* ETHTOOL_SRXCLSRLINS: insert a rule; *rule_id is its location, for devmem_nic_flow_del. */
 int devmem_nic_flow_add(const char *ifname, const struct devmem_nic_flow *flow,
                         uint32_t *rule_id, struct devmem_err *err);
