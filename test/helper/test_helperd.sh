@@ -5,13 +5,15 @@
 #      socket that is not the client's listening port, a pipe for a dmabuf, another
 #      connection's binding id, limits, TX sharing across users, a connection flood; each
 #      refused with its reason while a good client keeps its binding
-#   2. a uid outside allow-group is refused at hello (a second helper, allow-group root)
+#   2. a uid outside allow-group is refused at hello, and allow-tx no refuses TX bindings
+#      (a second helper, allow-group root)
 #   3. a validated 2-rank MPI run as user nobody with btl_devmem_kernel emulated and
 #      btl_devmem_mode require, every binding and rule through the helper, tokens balanced
 #   4. the ranks killed with SIGKILL mid-run: within seconds the helper holds nothing
 #      (and devmem-probe, as nobody, reports the helper and the policy it applies to nobody)
 #   5. the real kernel's refusal of lo (EOPNOTSUPP, its extack) relayed to a rank and printed
-#      in the require-mode message; and of a veth, in a namespace made for this run
+#      in the require-mode message; and of a veth, in a namespace made for this run; a socket
+#      from that namespace refused by the helper outside it
 # Exit 0 pass, 1 fail, 77 skip (not root, no runuser, no nobody/nogroup).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -87,9 +89,9 @@ if start_helper hostile emulated "interface lo queues 1-4" "allow-group root nog
     fi
 fi
 if start_helper closed emulated "interface lo queues 1-4" "allow-group root" \
-    "socket-group nogroup"; then
+    "socket-group nogroup" "allow-tx no"; then
     if "$clients" "$T/closed.sock" refused-user; then
-        devmem_step_ok "a uid outside allow-group is refused at hello"
+        devmem_step_ok "a uid outside allow-group is refused at hello; allow-tx no refuses TX"
     else
         devmem_step_fail "a uid outside allow-group"
     fi
@@ -177,8 +179,16 @@ if command -v ip >/dev/null 2>&1 && ip netns add "$ns" 2>/dev/null; then
     va=${va:0:15} vb=${vb:0:15}
     ip -n "$ns" link add "$va" type veth peer name "$vb" &&
         ip -n "$ns" link set "$va" up && ip -n "$ns" link set "$vb" up
+    ip -n "$ns" link set lo up
+    if ip netns exec "$ns" "$clients" "$T/hostile.sock" foreign-netns; then
+        devmem_step_ok "a socket from another network namespace is refused"
+    else
+        devmem_step_fail "a socket from another network namespace"
+    fi
     if NETNS_EXEC="ip netns exec $ns" start_helper veth real "interface $va queues 0-0"; then
-        if "$clients" "$T/veth.sock" kernel-refuses "$va"; then
+        # the client in the helper's namespace: a socket from any other is refused
+        ip -n "$ns" addr add 198.51.100.1/24 dev "$va"
+        if ip netns exec "$ns" "$clients" "$T/veth.sock" kernel-refuses "$va" 198.51.100.1; then
             devmem_step_ok "a veth: the kernel's refusal comes back through the helper"
         else
             devmem_step_fail "a veth: the kernel's refusal"

@@ -4,11 +4,14 @@
  * (interface lo queues 1-4; max-bindings 3, max-rules 3, max-bytes 64M per user;
  * max-clients-per-user 20; allow-group root nogroup; socket-group nogroup).
  *
- * usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME]
+ * usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME [ADDR] | foreign-netns]
  *   every scenario below, in order; "refused-user" instead checks that a uid outside
- *   allow-group is turned away at hello (the script runs a second helper for it);
+ *   allow-group is turned away at hello, and that allow-tx no refuses TX bindings (the
+ *   script runs a second helper for it);
  *   "kernel-refuses IFNAME" that a helper running the real kernel relays the kernel's
- *   refusal of IFNAME (EOPNOTSUPP and its extack), word for word, and holds nothing after.
+ *   refusal of IFNAME (EOPNOTSUPP and its extack), word for word, and holds nothing after;
+ *   "foreign-netns", run in another network namespace than the helper, that a socket from
+ *   there is refused (it proves nothing about the ports of the helper's namespace).
  *
  * Every hostile client must get an answer that names what was wrong (or, for a message that
  * never completes, be dropped) while a good client, connected all along, keeps being served
@@ -18,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -156,9 +160,9 @@ static int memfd(size_t size)
     return fd;
 }
 
-static int tcp_socket(int type, int do_listen)
+static int tcp_socket_at(int type, int do_listen, uint32_t addr)
 {
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(addr)};
     int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
 
     if (fd < 0 || 0 != bind(fd, (struct sockaddr *) &sin, sizeof(sin))
@@ -167,6 +171,11 @@ static int tcp_socket(int type, int do_listen)
         exit(1);
     }
     return fd;
+}
+
+static int tcp_socket(int type, int do_listen)
+{
+    return tcp_socket_at(type, do_listen, INADDR_LOOPBACK);
 }
 
 static struct devmem_helper_client *client(void)
@@ -261,9 +270,14 @@ int main(int argc, char **argv)
     sock_path = argv[1];
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 3 && 0 == strcmp(argv[2], "kernel-refuses")) {
+        struct in_addr at = {htonl(INADDR_LOOPBACK)};
+        if (argc > 4 && 1 != inet_pton(AF_INET, argv[4], &at)) {
+            fprintf(stderr, "bad address %s\n", argv[4]);
+            return 2;
+        }
         good = client();
         buf = memfd(1 << 20);
-        lsd = tcp_socket(SOCK_STREAM, 1);
+        lsd = tcp_socket_at(SOCK_STREAM, 1, ntohl(at.s_addr)); /* on IFNAME's address */
         devmem_err_clear(&e);
         CHECK(-EOPNOTSUPP == devmem_helper_bind_rx(good, argv[3], 1, buf, lsd, &r, &e)
                   && NULL != strstr(e.msg, "the kernel refuses bind-rx on ")
@@ -276,9 +290,26 @@ int main(int argc, char **argv)
         devmem_helper_close(good);
         return check_finish();
     }
+    if (argc > 2 && 0 == strcmp(argv[2], "foreign-netns")) {
+        good = client();
+        buf = memfd(1 << 20);
+        lsd = tcp_socket(SOCK_STREAM, 1);
+        devmem_err_clear(&e);
+        CHECK(-EXDEV == devmem_helper_bind_rx(good, "lo", 1, buf, lsd, &r, &e),
+              "a listening socket of another network namespace is refused: %s", e.msg);
+        devmem_helper_close(good);
+        return check_finish();
+    }
     if (argc > 2 && 0 == strcmp(argv[2], "refused-user")) {
         CHECK(as_user(12345, NOBODY, outsider_refused),
               "a uid in none of the allowed groups is refused at hello, naming allow-group");
+        good = client(); /* that helper also says allow-tx no */
+        buf = memfd(1 << 20);
+        devmem_err_clear(&e);
+        CHECK(-EACCES == devmem_helper_bind_tx(good, "lo", buf, &r.binding_id, &e)
+                  && NULL != strstr(e.msg, "allow-tx no"),
+              "allow-tx no: no TX binding, not even for root: %s", e.msg);
+        devmem_helper_close(good);
         return check_finish();
     }
 
@@ -410,6 +441,21 @@ int main(int argc, char **argv)
         close(udp);
         close(idle);
     }
+    {
+        int any = tcp_socket_at(SOCK_STREAM, 1, INADDR_ANY);
+        int elsewhere = tcp_socket_at(SOCK_STREAM, 1, INADDR_LOOPBACK + 1); /* 127.0.0.2 */
+        int file = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, any, &r2, &e)
+                  && NULL != strstr(e.msg, "wildcard"),
+              "a socket on the wildcard address (port for every address): %s", e.msg);
+        CHECK(-EADDRNOTAVAIL == devmem_helper_bind_rx(other, "lo", 1, buf, elsewhere, &r2, &e),
+              "a socket on an address lo does not have: %s", e.msg);
+        CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", 1, file, lsd, &r2, &e),
+              "a plain file passed as the dmabuf: %s", e.msg);
+        close(any);
+        close(elsewhere);
+        close(file);
+    }
     CHECK(-EACCES == devmem_helper_bind_rx(other, "eth0", 1, buf, lsd, &r2, &e)
               && NULL != strstr(e.msg, "refused by policy (interface"),
           "an interface outside the policy: %s", e.msg);
@@ -430,6 +476,33 @@ int main(int argc, char **argv)
     CHECK(as_user(NOBODY, NOBODY, nobody_tx_refused),
           "nobody is refused a TX binding on lo while root holds bindings there");
     devmem_helper_close(other);
+
+    /* the port must stay the client's: shutting its listening socket down ends the rule */
+    {
+        int held = tcp_socket(SOCK_STREAM, 1), mine = memfd(1 << 20);
+        char want[64];
+        devmem_err_clear(&e);
+        CHECK(0 == devmem_helper_bind_rx(good, "lo", 1, mine, held, &r2, &e),
+              "a second binding for the good client (%s)", e.msg);
+        shutdown(held, SHUT_RDWR);
+        usleep(300 * 1000);
+        status(good, text, sizeof(text));
+        snprintf(want, sizeof(want), "binding %u:", r2.binding_id);
+        CHECK(NULL == strstr(text, want) && 0 == strncmp(text, "clients=", 8),
+              "shut down its listening socket: binding %u and its rule are gone",
+              r2.binding_id);
+        close(held);
+        close(mine);
+    }
+    /* half a message that holds descriptors, after hello: dropped at its deadline */
+    fd = raw_connect();
+    send_hello(fd);
+    (void) read_answer(fd, &(struct devmem_helper_msg){0}, 5000);
+    fds[0] = buf;
+    fds[1] = lsd;
+    raw_send(fd, "\x44", 1, fds, 2);
+    CHECK(closed(fd), "one byte of a message with two descriptors, then silence: dropped");
+    close(fd);
 
     /* a flood of connections from one user */
     {

@@ -10,6 +10,7 @@
 #include "helperd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,40 +22,63 @@
 #include "netlink.h"
 #include "nic.h"
 
-/* What fd is, as /proc names it: "anon_inode:dmabuf", "/dmabuf:NAME", "/memfd:NAME", ... */
-static void fd_kind(int fd, char *buf, size_t len)
+/*
+ * What a passed descriptor is, without touching the file itself: a client may pass a file of
+ * a FUSE mount it serves, and any call into that file system (fstat, lseek, read) could block
+ * the helper for good. /proc/self/fdinfo is written by the kernel from the open file alone;
+ * a dmabuf adds its exporter and size there (dma_buf_show_fdinfo), which no other file can
+ * imitate. The /proc/self/fd link, which any file system can make read "/dmabuf:x", is only
+ * used to say what the descriptor was when it is refused.
+ */
+static void fd_link(int fd, char *buf, size_t len)
 {
-    char link[64];
+    char path[64];
     ssize_t n;
 
-    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-    n = readlink(link, buf, len - 1);
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    n = readlink(path, buf, len - 1);
     buf[n > 0 ? (size_t) n : 0] = '\0';
     if (n <= 0) {
         snprintf(buf, len, "unknown");
     }
 }
 
-static bool is_dmabuf(const char *kind)
+/* 0 and the size when fd is a dmabuf, -EBADF when it is not. */
+static int dmabuf_size(int fd, uint64_t *bytes)
 {
-    return 0 == strcmp(kind, "anon_inode:dmabuf") || 0 == strncmp(kind, "/dmabuf:", 8);
+    char path[64], line[256];
+    bool exporter = false, sized = false;
+    unsigned long long size = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+    if (NULL == (f = fopen(path, "re"))) {
+        return -EBADF;
+    }
+    while (NULL != fgets(line, sizeof(line), f)) {
+        exporter = exporter || 0 == strncmp(line, "exp_name:", 9);
+        if (1 == sscanf(line, "size: %llu", &size)) {
+            sized = true;
+        }
+    }
+    fclose(f);
+    if (!exporter || !sized || 0 == size) {
+        return -EBADF;
+    }
+    *bytes = (uint64_t) size;
+    return 0;
 }
 
-static int fd_size(int fd, uint64_t *bytes, const char *kind, struct devmem_err *err)
+/* 0 and the size when fd is a memfd: F_GET_SEALS answers for shmem files only, and their
+ * fstat never leaves the kernel. */
+static int memfd_size(int fd, uint64_t *bytes)
 {
     struct stat st;
-    /* st_size, not lseek: the file offset is shared with the client's descriptor */
-    off_t end = 0 == fstat(fd, &st) ? st.st_size : 0;
 
-    if (end <= 0 && is_dmabuf(kind)) {
-        end = lseek(fd, 0, SEEK_END); /* a dmabuf's answer; it moves no offset */
+    if (fcntl(fd, F_GET_SEALS) < 0 || 0 != fstat(fd, &st) || st.st_size <= 0) {
+        return -EBADF;
     }
-
-    if (end <= 0) {
-        return devmem_err_set(err, EINVAL, "the descriptor passed as a dmabuf (%s) has no size",
-                              kind);
-    }
-    *bytes = (uint64_t) end;
+    *bytes = (uint64_t) st.st_size;
     return 0;
 }
 
@@ -108,14 +132,14 @@ static int real_probe_rx(struct hd_iface *itf, struct devmem_err *err)
 
 static int real_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
 {
-    char kind[128];
+    char link[128];
 
-    fd_kind(fd, kind, sizeof(kind));
-    if (!is_dmabuf(kind)) {
+    if (0 != dmabuf_size(fd, bytes)) {
+        fd_link(fd, link, sizeof(link));
         return devmem_err_set(err, EBADF, "the descriptor passed as a dmabuf is not one (it is "
-                              "%s)", kind);
+                              "%s)", link);
     }
-    return fd_size(fd, bytes, kind, err);
+    return 0;
 }
 
 static void note(struct hd_iface *itf, const char *what, const char *why)
@@ -157,10 +181,11 @@ static int real_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
         hd_log(LOG_INFO, "%s: header split on, hds-thresh 0", itf->name);
     }
     rc = devmem_nic_get_rss(itf->name, &rss, &e);
-    if (-EOPNOTSUPP == rc) {
-        note(itf, "RSS", "not reported by the driver");
-    } else if (0 != rc) {
-        return devmem_err_set(err, -rc, "reading the RSS table of %s: %s", itf->name, e.msg);
+    if (0 != rc) {
+        /* unverified, RSS could hash any user's flow into the bound queues */
+        return devmem_err_set(err, -rc, "cannot read the RSS table of %s, so other flows could "
+                              "hash into queues %u-%u: %s", itf->name, itf->pol->qlo,
+                              itf->pol->qhi, e.msg);
     } else if (rss.spread > itf->pol->qlo) {
         if (0 == itf->pol->qlo) {
             return devmem_err_set(err, EINVAL, "the queue range of %s starts at 0, where RSS "
@@ -240,13 +265,27 @@ static int real_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flo
     return devmem_nic_flow_add(itf->name, flow, rule, err);
 }
 
-static void real_rule_del(struct hd_iface *itf, uint32_t rule)
+static int real_rules(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap,
+                      size_t *n, struct devmem_err *err)
+{
+    int rc = devmem_nic_flow_list(itf->name, rules, cap, n, err);
+
+    if (-EOPNOTSUPP == rc) { /* no ntuple table: no rule can point anywhere */
+        *n = 0;
+        return 0;
+    }
+    return rc;
+}
+
+static int real_rule_del(struct hd_iface *itf, uint32_t rule)
 {
     struct devmem_err e;
+    int rc = devmem_nic_flow_del(itf->name, rule, &e);
 
-    if (0 != devmem_nic_flow_del(itf->name, rule, &e)) {
+    if (0 != rc) {
         hd_log(LOG_ERR, "%s: could not remove steering rule %u: %s", itf->name, rule, e.msg);
     }
+    return rc;
 }
 
 static void real_restore(struct hd_iface *itf)
@@ -277,6 +316,7 @@ const struct hd_backend_ops hd_backend_real = {
     .bind_tx = real_bind_tx,
     .unbind = real_unbind,
     .rule_add = real_rule_add,
+    .rules = real_rules,
     .rule_del = real_rule_del,
     .restore = real_restore,
 };
@@ -302,14 +342,14 @@ static int emul_probe_rx(struct hd_iface *itf, struct devmem_err *err)
 
 static int emul_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
 {
-    char kind[128];
+    char link[128];
 
-    fd_kind(fd, kind, sizeof(kind));
-    if (!is_dmabuf(kind) && 0 != strncmp(kind, "/memfd:", 7)) {
+    if (0 != dmabuf_size(fd, bytes) && 0 != memfd_size(fd, bytes)) {
+        fd_link(fd, link, sizeof(link));
         return devmem_err_set(err, EBADF, "the descriptor passed as a dmabuf is not one, nor "
-                              "the memfd the emulated kernel takes (it is %s)", kind);
+                              "the memfd the emulated kernel takes (it is %s)", link);
     }
-    return fd_size(fd, bytes, kind, err);
+    return 0;
 }
 
 static int emul_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
@@ -356,9 +396,18 @@ static int emul_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flo
     return 0;
 }
 
-static void emul_rule_del(struct hd_iface *itf, uint32_t rule)
+static int emul_rules(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap,
+                      size_t *n, struct devmem_err *err)
+{
+    (void) itf, (void) rules, (void) cap, (void) err;
+    *n = 0;
+    return 0;
+}
+
+static int emul_rule_del(struct hd_iface *itf, uint32_t rule)
 {
     (void) itf, (void) rule;
+    return 0;
 }
 
 static void emul_restore(struct hd_iface *itf)
@@ -376,6 +425,7 @@ const struct hd_backend_ops hd_backend_emulated = {
     .bind_tx = emul_bind_tx,
     .unbind = emul_unbind,
     .rule_add = emul_rule_add,
+    .rules = emul_rules,
     .rule_del = emul_rule_del,
     .restore = emul_restore,
 };

@@ -4,6 +4,7 @@
  *   policy.c   the configuration file and every allow/refuse decision, with the rule's words
  *   backend.c  what it does to the NIC, behind one table: real (netlink, ethtool) or emulated
  *   serve.c    clients: reading messages and their fds, answering, undoing on disconnect
+ *   requests.c what each request does: checks, queue choice, the backend's steps, bookkeeping
  *   status.c   the status text
  *   main.c     options, the listening socket, the event loop, --status
  * Single-threaded: one poll loop serves every client, so no state needs a lock.
@@ -50,10 +51,11 @@ struct hd_policy {
     unsigned int max_clients, max_clients_per_user;
     unsigned int max_bindings, max_rules; /* per user */
     uint64_t max_bytes;                   /* bound memory per user */
+    bool allow_tx;  /* TX bindings at all */
     bool tx_shared; /* TX bindings on a device other users hold bindings on */
     bool restore;   /* undo NIC settings when the last binding on it goes */
     struct hd_origin max_clients_at, max_clients_per_user_at, max_bindings_at, max_rules_at,
-        max_bytes_at, tx_shared_at, restore_at;
+        max_bytes_at, allow_tx_at, tx_shared_at, restore_at;
 };
 
 /* Defaults, then the file (NULL: none). -errno with "FILE:LINE: what is wrong" in err. */
@@ -76,6 +78,7 @@ struct hd_iface {
     unsigned int ifindex;
     const struct hd_policy_iface *pol;
     uint64_t busy;          /* queue qlo + i is bound when bit i is set */
+    uint64_t stuck;         /* ... or still the target of a rule that would not go */
     unsigned int nbindings; /* RX and TX */
     unsigned int nrules;
     /* what the backend changed (and the values it found), filled by prepare/steer */
@@ -109,6 +112,7 @@ struct hd_client {
     gid_t gid;
     bool hello;
     long accepted_ms;
+    long msg_started_ms;    /* when the first bytes of the message being read came */
     /* the message being read: header, then body; fds that came with it */
     unsigned char in[sizeof(struct devmem_helper_hdr) + DEVMEM_HELPER_BODY_MAX];
     size_t have, need;
@@ -122,6 +126,7 @@ struct hd_client {
 /* ------------------------------------------------------------------ backend (backend.c) */
 
 struct devmem_nic_flow;
+struct devmem_nic_rule;
 
 struct hd_backend_ops {
     const char *name; /* "real" or "emulated" */
@@ -145,7 +150,12 @@ struct hd_backend_ops {
     /* ntuple on, then one rule; rule_del removes it. */
     int (*rule_add)(struct hd_iface *itf, const struct devmem_nic_flow *flow, uint32_t *rule,
                     struct devmem_err *err);
-    void (*rule_del)(struct hd_iface *itf, uint32_t rule);
+    /* The steering rules installed on itf, whoever made them (see devmem_nic_flow_list);
+     * a driver without rules lists none. */
+    int (*rules)(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap, size_t *n,
+                 struct devmem_err *err);
+    /* 0, or -errno when the rule stays (its queues must then stay taken) */
+    int (*rule_del)(struct hd_iface *itf, uint32_t rule);
     /* The last binding on itf went: put back what prepare and rule_add changed. */
     void (*restore)(struct hd_iface *itf);
 };
@@ -162,6 +172,7 @@ struct helperd {
     unsigned int nclients;
     struct hd_iface *ifaces;
     uint64_t refused, served, dropped; /* requests refused / served, connections dropped */
+    uint64_t netns_cookie;  /* the helper's network namespace: passed sockets must be in it */
 };
 
 /* serve.c */
@@ -170,7 +181,22 @@ void hd_client_accept(struct helperd *hd, int cfd);
 int hd_client_readable(struct helperd *hd, struct hd_client *c);
 /* Undo everything the client holds, close it, free it. */
 void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why);
-/* Drop clients that have not said hello within the deadline. */
+/* requests.c: 0, or -errno with the reason in err; the answer is serve.c's */
+int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
+                       const struct devmem_helper_bind_rx *req,
+                       struct devmem_helper_reply *reply, struct devmem_err *err);
+int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
+                       const struct devmem_helper_bind_tx *req,
+                       struct devmem_helper_reply *reply, struct devmem_err *err);
+int hd_request_release(struct helperd *hd, struct hd_client *c, uint32_t id,
+                       struct devmem_err *err);
+/* Undo one binding, already unlinked from its owner: its rule, the binding, its queues, and
+ * the NIC's settings when it was the last on the interface. */
+void hd_binding_release(struct helperd *hd, struct hd_binding *b);
+/* The client's listening socket of binding b was shut down or closed: its port may pass to
+ * another process, so the binding and its rule go now. */
+void hd_binding_lost(struct helperd *hd, struct hd_binding *b);
+/* Drop clients that have not said hello, or finished a message, within the deadline. */
 void hd_clients_expire(struct helperd *hd, long now_ms);
 long hd_now_ms(void);
 

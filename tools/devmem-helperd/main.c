@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +29,9 @@
 #define PACKAGE_VERSION "unknown"
 #endif
 #define HD_CONFIG_DEFAULT SYSCONFDIR "/devmem-helperd.conf"
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71 /* Linux 5.14 */
+#endif
 
 static bool log_to_stderr = true;
 static int log_verbose;
@@ -144,51 +148,92 @@ static int open_socket(const char *path, const struct hd_policy *p)
     return fd;
 }
 
+/* Accept what is waiting. Out of descriptors, stop listening for a moment rather than spin
+ * on a socket that stays readable; say so at most once a minute. */
+static long accept_paused_until;
+
 static void accept_all(struct helperd *hd, int lfd)
 {
+    static long last_complaint = -60000;
+
     for (int i = 0; i < 64; i++) {
         int cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-        if (cfd < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            if (EAGAIN != errno && EWOULDBLOCK != errno) {
-                hd_log(LOG_ERR, "accept: %s", strerror(errno));
-            }
-            return;
+        if (cfd >= 0) {
+            hd_client_accept(hd, cfd);
+            continue;
         }
-        hd_client_accept(hd, cfd);
+        if (EINTR == errno) {
+            continue;
+        }
+        if (EMFILE == errno || ENFILE == errno || ENOBUFS == errno || ENOMEM == errno) {
+            long now = hd_now_ms();
+            accept_paused_until = now + 100;
+            if (now - last_complaint >= 60000) {
+                last_complaint = now;
+                hd_log(LOG_ERR, "accept: %s (serving %u connections): new ones wait",
+                       strerror(errno), hd->nclients);
+            }
+        } else if (EAGAIN != errno && EWOULDBLOCK != errno) {
+            hd_log(LOG_ERR, "accept: %s", strerror(errno));
+        }
+        return;
     }
 }
+
+/* One poll slot: a client connection, or the held listening socket of a binding. */
+struct slot {
+    struct hd_client *client;
+    struct hd_binding *binding;
+};
 
 static int serve(struct helperd *hd, int lfd, int sfd)
 {
     struct pollfd *pfd = NULL;
-    struct hd_client **who = NULL;
+    struct slot *who = NULL;
     size_t cap = 0;
     int rc = 0;
 
     for (;;) {
-        size_t n = 2, i = 0;
+        size_t n = 2, want = 2 + hd->nclients;
         int r;
 
-        if (cap < hd->nclients + 2) {
-            cap = hd->nclients + 64;
+        for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+            for (struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+                want += b->listen_fd >= 0;
+            }
+        }
+        if (cap < want) {
+            cap = want + 64;
             pfd = realloc(pfd, cap * sizeof(*pfd));
             who = realloc(who, cap * sizeof(*who));
             if (NULL == pfd || NULL == who) {
                 hd_log(LOG_ERR, "out of memory");
-                return 1;
+                rc = 1;
+                break;
             }
         }
         pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
-        pfd[1] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        /* a negative fd is skipped by poll: accepting is paused */
+        pfd[1] = (struct pollfd){.fd = hd_now_ms() < accept_paused_until ? -1 : lfd,
+                                 .events = POLLIN};
+        /* held sockets first: releasing a binding frees nothing a later slot points to,
+         * while dropping a client frees its bindings */
         for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
-            who[n] = c;
+            for (struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+                if (b->listen_fd >= 0) {
+                    who[n] = (struct slot){NULL, b};
+                    /* no events asked: poll still reports POLLHUP when the client shuts the
+                     * socket down, and POLLIN would only mean connections to accept */
+                    pfd[n++] = (struct pollfd){.fd = b->listen_fd, .events = 0};
+                }
+            }
+        }
+        for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+            who[n] = (struct slot){c, NULL};
             pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
         }
-        r = poll(pfd, n, 1000);
+        r = poll(pfd, n, accept_paused_until > 0 ? 100 : 1000);
         if (r < 0 && EINTR != errno) {
             hd_log(LOG_ERR, "poll: %s", strerror(errno));
             rc = 1;
@@ -201,9 +246,15 @@ static int serve(struct helperd *hd, int lfd, int sfd)
                 break;
             }
         }
-        for (i = 2; r > 0 && i < n; i++) {
-            if (0 != pfd[i].revents && 0 != hd_client_readable(hd, who[i])) {
-                hd_client_drop(hd, who[i], who[i]->closing ? "refused" : "closed by the client");
+        for (size_t i = 2; r > 0 && i < n; i++) {
+            if (0 == pfd[i].revents) {
+                continue;
+            }
+            if (NULL != who[i].binding) {
+                hd_binding_lost(hd, who[i].binding);
+            } else if (0 != hd_client_readable(hd, who[i].client)) {
+                hd_client_drop(hd, who[i].client, who[i].client->closing
+                                                      ? "refused" : "closed by the client");
             }
         }
         if (r > 0 && (pfd[1].revents & POLLIN)) {
@@ -217,6 +268,42 @@ static int serve(struct helperd *hd, int lfd, int sfd)
     free(pfd);
     free(who);
     return rc;
+}
+
+/* Room for max-clients connections with their descriptors: raise the soft limit to the hard
+ * one, and say when even that is short. */
+static void raise_fd_limit(const struct hd_policy *p)
+{
+    struct rlimit rl;
+    /* per connection: its socket, up to two passed descriptors while a message is read, and
+     * one held listening socket per binding */
+    rlim_t need = (rlim_t) p->max_clients * 3 + 64;
+
+    if (0 != getrlimit(RLIMIT_NOFILE, &rl)) {
+        return;
+    }
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur < need) {
+        hd_log(LOG_WARNING, "RLIMIT_NOFILE %llu is short of the %llu descriptors max-clients %u "
+               "may need: connections beyond it wait", (unsigned long long) rl.rlim_cur,
+               (unsigned long long) need, p->max_clients);
+    }
+}
+
+/* The network namespace the helper serves, as the kernel names it. */
+static int netns_cookie(int fd, uint64_t *cookie)
+{
+    socklen_t len = sizeof(*cookie);
+
+    if (0 != getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len)) {
+        hd_log(LOG_ERR, "SO_NETNS_COOKIE: %s (Linux 5.14+ is needed to tell which network "
+               "namespace a passed socket belongs to)", strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -295,6 +382,12 @@ int main(int argc, char **argv)
     if ((lfd = open_socket(path, &hd.policy)) < 0) {
         return 1;
     }
+    if (0 != netns_cookie(lfd, &hd.netns_cookie)) {
+        close(lfd);
+        unlink(path);
+        return 1;
+    }
+    raise_fd_limit(&hd.policy);
     if (!foreground) {
         if (0 != daemon(0, 0)) {
             hd_log(LOG_ERR, "daemon: %s", strerror(errno));

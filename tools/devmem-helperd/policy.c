@@ -7,6 +7,7 @@
  *   socket-group GROUP             the socket's group (mode 0660); else root only (0600)
  *   max-clients N, max-clients-per-user N
  *   max-bindings N, max-rules N, max-bytes SIZE[K|M|G|T]   per user, over all connections
+ *   allow-tx yes|no                TX bindings at all (no: for nodes shared between users)
  *   tx-shared yes|no               TX bindings on a device other users hold bindings on
  *   restore yes|no                 put NIC settings back when the last binding goes
  * Every value is checked; a bad line stops the helper from starting, with its number.
@@ -16,6 +17,7 @@
 #include "helperd.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -32,6 +34,7 @@ static void defaults(struct hd_policy *p)
     p->max_bindings = 16;
     p->max_rules = 16;
     p->max_bytes = 64ull << 30;
+    p->allow_tx = true;
     p->tx_shared = false;
     p->restore = true;
 }
@@ -232,13 +235,26 @@ static int apply_line(struct hd_policy *p, char **w, int nw, int line, struct de
         p->max_bytes_at = at;
         return 0;
     }
-    if (0 == strcmp(key, "tx-shared") || 0 == strcmp(key, "restore")) {
-        bool *v = 't' == key[0] ? &p->tx_shared : &p->restore;
-        if (0 != parse_bool(w[1], v)) {
-            return BAD("%s:%d: %s takes yes or no", p->path, line, key);
+    {
+        static const struct {
+            const char *key;
+            size_t val, at;
+        } flags[] = {
+            {"allow-tx", offsetof(struct hd_policy, allow_tx),
+             offsetof(struct hd_policy, allow_tx_at)},
+            {"tx-shared", offsetof(struct hd_policy, tx_shared),
+             offsetof(struct hd_policy, tx_shared_at)},
+            {"restore", offsetof(struct hd_policy, restore), offsetof(struct hd_policy, restore_at)},
+        };
+        for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+            if (0 == strcmp(key, flags[i].key)) {
+                if (0 != parse_bool(w[1], (bool *) ((char *) p + flags[i].val))) {
+                    return BAD("%s:%d: %s takes yes or no", p->path, line, key);
+                }
+                *(struct hd_origin *) ((char *) p + flags[i].at) = at;
+                return 0;
+            }
         }
-        *('t' == key[0] ? &p->tx_shared_at : &p->restore_at) = at;
-        return 0;
     }
     {
         static const struct {

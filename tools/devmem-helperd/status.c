@@ -114,8 +114,9 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
             put(&o, "%s %s queues %u-%u", 0 == i ? " interfaces" : ",", p->ifaces[i].name,
                 p->ifaces[i].qlo, p->ifaces[i].qhi);
         }
-        put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; tx-shared %s; "
-            "restore %s\n", p->max_bindings, p->max_rules, (unsigned long long) p->max_bytes,
+        put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; allow-tx %s; "
+            "tx-shared %s; restore %s\n", p->max_bindings, p->max_rules,
+            (unsigned long long) p->max_bytes, p->allow_tx ? "yes" : "no",
             p->tx_shared ? "yes" : "no", p->restore ? "yes" : "no");
     }
 }
