@@ -56,25 +56,7 @@ static int raw_connect(void)
 
 static void raw_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 8)];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {(void *) buf, len};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-
-    if (nfds > 0) {
-        struct cmsghdr *cm;
-        memset(&ctl, 0, sizeof(ctl));
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-    }
-    if ((ssize_t) len != sendmsg(fd, &msg, MSG_NOSIGNAL)) {
+    if ((ssize_t) len != devmem_helper_sendmsg(fd, buf, len, fds, nfds, 0)) {
         perror("sendmsg");
     }
 }

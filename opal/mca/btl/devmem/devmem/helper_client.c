@@ -54,36 +54,48 @@ static int wait_fd(int fd, short events, long deadline)
     }
 }
 
+ssize_t devmem_helper_sendmsg(int fd, const void *buf, size_t len, const int *fds, size_t nfds,
+                              int flags)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * DEVMEM_HELPER_SEND_FDS_MAX)];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {(void *) buf, len};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+
+    if (nfds > DEVMEM_HELPER_SEND_FDS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (nfds > 0) {
+        struct cmsghdr *cm;
+
+        memset(&ctl, 0, sizeof(ctl));
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+    }
+    return sendmsg(fd, &msg, MSG_NOSIGNAL | flags);
+}
+
 static int send_msg(struct devmem_helper_client *c, const void *buf, size_t len, const int *fds,
                     size_t nfds, long deadline, struct devmem_err *err)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * DEVMEM_HELPER_FDS_MAX)];
-        struct cmsghdr align;
-    } ctl;
     size_t done = 0;
 
     if (nfds > DEVMEM_HELPER_FDS_MAX) {
         return devmem_err_set(err, EINVAL, "helper: %zu descriptors in one message", nfds);
     }
     while (done < len) {
-        struct iovec iov = {(char *) buf + done, len - done};
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        ssize_t n;
+        /* the descriptors ride with the first bytes */
+        ssize_t n = devmem_helper_sendmsg(c->fd, (const char *) buf + done, len - done, fds,
+                                          0 == done ? nfds : 0, MSG_DONTWAIT);
 
-        if (0 == done && nfds > 0) { /* the descriptors ride with the first bytes */
-            struct cmsghdr *cm;
-
-            memset(&ctl, 0, sizeof(ctl));
-            msg.msg_control = ctl.buf;
-            msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-            cm = CMSG_FIRSTHDR(&msg);
-            cm->cmsg_level = SOL_SOCKET;
-            cm->cmsg_type = SCM_RIGHTS;
-            cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-            memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-        }
-        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             done += (size_t) n;
             continue;

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "err.h"
 #include "helper_proto.h"
@@ -50,6 +51,13 @@ int devmem_helper_status(struct devmem_helper_client *c, char *text, size_t cap,
 int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
                        size_t body_len, const int *fds, size_t nfds,
                        struct devmem_helper_msg *answer, struct devmem_err *err);
+
+/* One sendmsg of buf with nfds descriptors (SCM_RIGHTS) on fd, MSG_NOSIGNAL | flags: what
+ * sendmsg returns. Up to DEVMEM_HELPER_SEND_FDS_MAX descriptors, more than a message takes,
+ * so that tests can send too many. */
+#define DEVMEM_HELPER_SEND_FDS_MAX 8
+ssize_t devmem_helper_sendmsg(int fd, const void *buf, size_t len, const int *fds, size_t nfds,
+                              int flags);
 
 /* The connected socket, for tests that write raw bytes. */
 int devmem_helper_client_fd(const struct devmem_helper_client *c);
