@@ -474,6 +474,20 @@ int main(int argc, char **argv)
               "shut down its listening socket: binding %u and its rule are gone",
               r2.binding_id);
         close(held);
+        /* shut down and listen again at once: the kernel picked the port, so it is gone and
+         * the socket listens on a new one, which poll alone does not see */
+        held = tcp_socket(SOCK_STREAM, 1);
+        CHECK(0 == devmem_helper_bind_rx(good, "lo", 1, mine, held, &r2, &e),
+              "a third binding for the good client (%s)", e.msg);
+        shutdown(held, SHUT_RDWR);
+        listen(held, 4);
+        usleep(1500 * 1000);
+        status(good, text, sizeof(text));
+        snprintf(want, sizeof(want), "binding %u:", r2.binding_id);
+        CHECK(NULL == strstr(text, want) && 0 == strncmp(text, "clients=", 8),
+              "shut down and listened again on another port: binding %u is gone within 1.5 s",
+              r2.binding_id);
+        close(held);
         close(mine);
     }
     /* half a message that holds descriptors, after hello: dropped at its deadline */

@@ -43,30 +43,40 @@ static void fd_link(int fd, char *buf, size_t len)
     }
 }
 
-/* 0 and the size when fd is a dmabuf, -EBADF when it is not. */
+/* 0 and the size when fd is a dmabuf, -EBADF when it is not. The dmabuf's lines come in
+ * the order size, count, exp_name, then its name, which the exporter's user may set to any
+ * text, newlines included: so the first size line counts, it must come before exp_name, and
+ * nothing after exp_name is read. */
 static int dmabuf_size(int fd, uint64_t *bytes)
 {
-    char path[64], line[256];
-    bool exporter = false, sized = false;
+    char path[64], text[4096], *line, *save = NULL;
     unsigned long long size = 0;
-    FILE *f;
+    bool sized = false;
+    ssize_t n;
+    int pfd;
 
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-    if (NULL == (f = fopen(path, "re"))) {
+    if ((pfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         return -EBADF;
     }
-    while (NULL != fgets(line, sizeof(line), f)) {
-        exporter = exporter || 0 == strncmp(line, "exp_name:", 9);
-        if (1 == sscanf(line, "size: %llu", &size)) {
+    n = read(pfd, text, sizeof(text) - 1);
+    close(pfd);
+    if (n <= 0) {
+        return -EBADF;
+    }
+    text[n] = '\0';
+    for (line = strtok_r(text, "\n", &save); NULL != line; line = strtok_r(NULL, "\n", &save)) {
+        if (!sized && 1 == sscanf(line, "size: %llu", &size)) {
             sized = true;
+        } else if (0 == strncmp(line, "exp_name:", 9)) {
+            if (!sized || 0 == size) {
+                return -EBADF;
+            }
+            *bytes = (uint64_t) size;
+            return 0;
         }
     }
-    fclose(f);
-    if (!exporter || !sized || 0 == size) {
-        return -EBADF;
-    }
-    *bytes = (uint64_t) size;
-    return 0;
+    return -EBADF;
 }
 
 /* 0 and the size when fd is a memfd: F_GET_SEALS answers for shmem files only, and their

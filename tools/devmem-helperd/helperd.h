@@ -5,6 +5,8 @@
  *   backend.c  what it does to the NIC, behind one table: real (netlink, ethtool) or emulated
  *   serve.c    clients: reading messages and their fds, answering, undoing on disconnect
  *   requests.c what each request does: checks, queue choice, the backend's steps, bookkeeping
+ *   inspect.c  looking at and closing passed descriptors, in threads the event loop never
+ *              waits on for long
  *   status.c   the status text
  *   main.c     options, the listening socket, the event loop, --status
  * Single-threaded: one poll loop serves every client, so no state needs a lock.
@@ -20,6 +22,7 @@
 
 #include "err.h"
 #include "helper_proto.h"
+#include "nic.h"
 
 #define HD_POLICY_IFACES 32
 #define HD_POLICY_GROUPS 32
@@ -100,6 +103,7 @@ struct hd_binding {
     uint16_t port;      /* RX: the steered port */
     uint64_t bytes;     /* size of the dmabuf */
     int listen_fd;      /* RX: the client's socket, held while its port is steered */
+    unsigned long listen_ino; /* its inode, to find it in /proc/net/tcp */
     void *kstate;       /* the backend's handle (real: the netlink socket that holds it) */
     struct hd_client *owner;
     struct hd_binding *next; /* the owner's list */
@@ -163,6 +167,30 @@ struct hd_backend_ops {
 extern const struct hd_backend_ops hd_backend_real;
 extern const struct hd_backend_ops hd_backend_emulated;
 
+/* ------------------------------------------------------------------ inspect.c */
+
+/* What the descriptors a client passed turned out to be. */
+struct hd_passed {
+    int dmabuf_rc;         /* 0: a dmabuf (or the emulation's memfd) of `bytes` */
+    uint64_t bytes;
+    struct devmem_err dmabuf_err;
+    int sock_rc;           /* 0: a listening socket that may be steered, described by flow */
+    struct devmem_nic_flow flow;
+    struct devmem_err sock_err;
+};
+
+struct helperd;
+/* Look at dmabuf_fd (and sock_fd when >= 0, the device-flow socket for ifname) in a thread,
+ * waiting a bounded time. 0 with *out filled (each check with its own result), or -ETIMEDOUT
+ * / -EAGAIN with err: the descriptors did not answer, or this user's earlier ones still hold
+ * helper threads. */
+int hd_inspect(struct helperd *hd, uid_t uid, int dmabuf_fd, int sock_fd, const char *ifname,
+               struct hd_passed *out, struct devmem_err *err);
+/* Close a descriptor a client passed, in a thread: closing a FUSE file waits for its server. */
+void hd_close_passed(uid_t uid, int fd);
+/* Whether uid's descriptors hold as many helper threads as one user may. */
+bool hd_uid_blocked(uid_t uid);
+
 /* ------------------------------------------------------------------ the daemon */
 
 struct helperd {
@@ -196,6 +224,10 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b);
 /* The client's listening socket of binding b was shut down or closed: its port may pass to
  * another process, so the binding and its rule go now. */
 void hd_binding_lost(struct helperd *hd, struct hd_binding *b);
+/* Every held listening socket must still listen on the port its rule steers: a client that
+ * shut its socket down and listened again may have let the port go. Lockless (it reads
+ * /proc/net/tcp, never the sockets). Call about once a second. */
+void hd_bindings_recheck(struct helperd *hd);
 /* Drop clients that have not said hello, or finished a message, within the deadline. */
 void hd_clients_expire(struct helperd *hd, long now_ms);
 long hd_now_ms(void);

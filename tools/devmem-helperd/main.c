@@ -192,6 +192,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
     struct pollfd *pfd = NULL;
     struct slot *who = NULL;
     size_t cap = 0;
+    long last_recheck = 0;
     int rc = 0;
 
     for (;;) {
@@ -233,7 +234,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
             who[n] = (struct slot){c, NULL};
             pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
         }
-        r = poll(pfd, n, accept_paused_until > 0 ? 100 : 1000);
+        r = poll(pfd, n, hd_now_ms() < accept_paused_until ? 100 : 1000);
         if (r < 0 && EINTR != errno) {
             hd_log(LOG_ERR, "poll: %s", strerror(errno));
             rc = 1;
@@ -261,6 +262,10 @@ static int serve(struct helperd *hd, int lfd, int sfd)
             accept_all(hd, lfd);
         }
         hd_clients_expire(hd, hd_now_ms());
+        if (hd_now_ms() - last_recheck >= 1000) {
+            last_recheck = hd_now_ms();
+            hd_bindings_recheck(hd);
+        }
     }
     while (NULL != hd->clients) {
         hd_client_drop(hd, hd->clients, "helper stopping");
@@ -275,9 +280,9 @@ static int serve(struct helperd *hd, int lfd, int sfd)
 static void raise_fd_limit(const struct hd_policy *p)
 {
     struct rlimit rl;
-    /* per connection: its socket, up to two passed descriptors while a message is read, and
-     * one held listening socket per binding */
-    rlim_t need = (rlim_t) p->max_clients * 3 + 64;
+    /* per connection: its socket, up to two passed descriptors while a message is read and
+     * their duplicates being looked at; and a held listening socket per binding */
+    rlim_t need = (rlim_t) p->max_clients * (5 + p->max_bindings) + 64;
 
     if (0 != getrlimit(RLIMIT_NOFILE, &rl)) {
         return;

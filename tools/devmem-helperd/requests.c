@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -177,111 +178,6 @@ static int check_limits(struct helperd *hd, struct hd_client *c, const char *ifn
     return 0;
 }
 
-/* Whether addr (family, 4 or 16 bytes) is configured on ifname in the helper's namespace. */
-static bool address_on(const char *ifname, int family, const void *addr)
-{
-    struct ifaddrs *all = NULL;
-    bool found = false;
-    size_t n = AF_INET == family ? 4 : 16;
-
-    if (0 != getifaddrs(&all)) {
-        return false;
-    }
-    for (struct ifaddrs *a = all; NULL != a && !found; a = a->ifa_next) {
-        const void *mine;
-
-        if (NULL == a->ifa_addr || a->ifa_addr->sa_family != family
-            || 0 != strcmp(a->ifa_name, ifname)) {
-            continue;
-        }
-        mine = AF_INET == family ? (const void *) &((struct sockaddr_in *) a->ifa_addr)->sin_addr
-                                 : (const void *) &((struct sockaddr_in6 *) a->ifa_addr)->sin6_addr;
-        found = 0 == memcmp(mine, addr, n);
-    }
-    freeifaddrs(all);
-    return found;
-}
-
-/*
- * The device-flow socket: a listening TCP socket of the helper's network namespace, bound to
- * one of ifname's addresses. Its address and port are the only ones the client may steer
- * (the protocol has no field to name others), and the rule names both: a wildcard socket
- * would steer that port for every address of the NIC, other users' services included, and a
- * socket of another namespace proves nothing about the ports of this one.
- */
-static int check_listen_socket(struct helperd *hd, int fd, const char *ifname,
-                               struct devmem_nic_flow *flow, struct devmem_err *err)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    uint64_t cookie = 0;
-    int v = 0;
-    socklen_t vl = sizeof(v);
-    char text[INET6_ADDRSTRLEN] = "?";
-    const void *addr;
-
-    memset(flow, 0, sizeof(*flow));
-    if (0 != getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &vl)) {
-        return devmem_err_set(err, ENOTSOCK, "the second descriptor must be the rank's "
-                              "listening TCP socket; it is %s", ENOTSOCK == errno
-                              ? "not a socket" : strerror(errno));
-    }
-    if (IPPROTO_TCP != v) {
-        return devmem_err_set(err, ENOTSOCK, "the second descriptor must be the rank's "
-                              "listening TCP socket; it is another kind of socket");
-    }
-    vl = sizeof(cookie);
-    if (0 != getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &vl)
-        || cookie != hd->netns_cookie) {
-        return devmem_err_set(err, EXDEV, "the passed socket belongs to another network "
-                              "namespace than the helper's");
-    }
-    vl = sizeof(v);
-    if (0 != getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) || 1 != v) {
-        return devmem_err_set(err, EINVAL, "the socket passed for steering is not listening, "
-                              "so its port is not the client's to steer");
-    }
-    if (0 != getsockname(fd, (struct sockaddr *) &ss, &len)) {
-        return devmem_err_set(err, errno, "getsockname on the passed socket: %s",
-                              strerror(errno));
-    }
-    if (AF_INET == ss.ss_family) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *) &ss;
-        flow->family = AF_INET;
-        flow->dst.v4 = sin->sin_addr;
-        flow->dst_port = ntohs(sin->sin_port);
-        addr = &flow->dst.v4;
-    } else if (AF_INET6 == ss.ss_family) {
-        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) &ss;
-        flow->family = AF_INET6;
-        flow->dst.v6 = sin6->sin6_addr;
-        flow->dst_port = ntohs(sin6->sin6_port);
-        addr = &flow->dst.v6;
-        if (IN6_IS_ADDR_V4MAPPED(&flow->dst.v6)) {
-            return devmem_err_set(err, EAFNOSUPPORT, "the passed socket listens on a "
-                                  "v4-mapped address: bind an IPv4 socket instead");
-        }
-    } else {
-        return devmem_err_set(err, EAFNOSUPPORT, "the passed socket is neither IPv4 nor IPv6");
-    }
-    inet_ntop(flow->family, addr, text, sizeof(text));
-    if (0 == flow->dst_port) {
-        return devmem_err_set(err, EINVAL, "the passed socket has no port");
-    }
-    if (AF_INET == flow->family ? INADDR_ANY == flow->dst.v4.s_addr
-                                : IN6_IS_ADDR_UNSPECIFIED(&flow->dst.v6)) {
-        return devmem_err_set(err, EINVAL, "the passed socket listens on the wildcard address: "
-                              "a rule for port %u alone would steer every address of %s; bind "
-                              "it to one of %s's addresses", (unsigned) flow->dst_port, ifname,
-                              ifname);
-    }
-    if (!address_on(ifname, flow->family, addr)) {
-        return devmem_err_set(err, EADDRNOTAVAIL, "the passed socket listens on %s, which is "
-                              "not an address of %s", text, ifname);
-    }
-    return 0;
-}
-
 /*
  * Queues of the policy's range that steering rules point to which no binding of this helper
  * made: left by a helper that was killed (the kernel dropped its bindings, not its rules), or
@@ -299,6 +195,8 @@ static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *ma
     if (0 != rc) {
         return rc;
     }
+    /* a rule that would not go is in this list until it is gone: the scan decides */
+    itf->stuck = 0;
     if (n > HD_RULES_SCAN) {
         return devmem_err_set(err, E2BIG, "%s has %zu steering rules, more than the %d the "
                               "helper checks for strays", itf->name, n, HD_RULES_SCAN);
@@ -396,7 +294,7 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b)
         itf->stuck |= stuck ? bits : 0;
     }
     if (b->listen_fd >= 0) {
-        close(b->listen_fd);
+        hd_close_passed(b->owner->uid, b->listen_fd);
     }
     itf->nbindings--;
     hd_log(LOG_INFO, "pid %d uid %u: released %s binding %u on %s", (int) b->owner->pid,
@@ -414,23 +312,37 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     struct hd_binding *b = NULL;
     struct hd_iface *itf;
     unsigned int ifindex, n_rx = 0, first = 0;
+    struct hd_passed passed;
     uint64_t foreign = 0;
     uint64_t bytes = 0;
     int rc;
 
     if (0 != (rc = check_iface(hd, req->ifname, &pol, &ifindex, err))
-        || 0 != (rc = check_listen_socket(hd, c->fds[1], req->ifname, &flow, err))) {
+        || 0 != (rc = hd_inspect(hd, c->uid, c->fds[0], c->fds[1], req->ifname, &passed,
+                                 err))) {
         return rc;
     }
+    if (0 != passed.sock_rc) {
+        *err = passed.sock_err;
+        return passed.sock_rc;
+    }
+    flow = passed.flow;
     if (NULL == (itf = iface_get(hd, pol, ifindex)) || NULL == (b = binding_new(c, itf, true))) {
         return devmem_err_set(err, ENOMEM, "helper: out of memory");
     }
     /* the kernel's verdict on the device is the answer that matters most: before the fd
      * (which may be a stand-in where the rank has no dmabuf), after the counted limits */
     if (0 != (rc = check_limits(hd, c, req->ifname, true, 0, err))
-        || 0 != (rc = hd->be->probe_rx(itf, err))
-        || 0 != (rc = hd->be->check_dmabuf(c->fds[0], &bytes, err))
-        || 0 != (rc = check_limits(hd, c, req->ifname, true, bytes, err))) {
+        || 0 != (rc = hd->be->probe_rx(itf, err))) {
+        goto fail;
+    }
+    if (0 != passed.dmabuf_rc) {
+        *err = passed.dmabuf_err;
+        rc = passed.dmabuf_rc;
+        goto fail;
+    }
+    bytes = passed.bytes;
+    if (0 != (rc = check_limits(hd, c, req->ifname, true, bytes, err))) {
         goto fail;
     }
     for (const struct hd_client *o = hd->clients; NULL != o; o = o->next) {
@@ -484,6 +396,10 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
      * process that would then receive into this client's memory */
     b->listen_fd = c->fds[1];
     c->fds[1] = -1;
+    {
+        struct stat st; /* a socket (checked): its fstat does not wait on anything */
+        b->listen_ino = 0 == fstat(b->listen_fd, &st) ? (unsigned long) st.st_ino : 0;
+    }
     binding_add(c, b);
     reply->binding_id = b->id;
     reply->first_queue = first;
@@ -504,6 +420,7 @@ int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
                        const struct devmem_helper_bind_tx *req, struct devmem_helper_reply *reply,
                       struct devmem_err *err)
 {
+    struct hd_passed passed;
     const struct hd_policy_iface *pol;
     struct hd_binding *b;
     struct hd_iface *itf;
@@ -512,8 +429,15 @@ int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
     int rc;
 
     if (0 != (rc = check_iface(hd, req->ifname, &pol, &ifindex, err))
-        || 0 != (rc = hd->be->check_dmabuf(c->fds[0], &bytes, err))
-        || 0 != (rc = check_limits(hd, c, req->ifname, false, bytes, err))) {
+        || 0 != (rc = hd_inspect(hd, c->uid, c->fds[0], -1, req->ifname, &passed, err))) {
+        return rc;
+    }
+    if (0 != passed.dmabuf_rc) {
+        *err = passed.dmabuf_err;
+        return passed.dmabuf_rc;
+    }
+    bytes = passed.bytes;
+    if (0 != (rc = check_limits(hd, c, req->ifname, false, bytes, err))) {
         return rc;
     }
     if (NULL == (itf = iface_get(hd, pol, ifindex)) || NULL == (b = binding_new(c, itf, false))) {
@@ -535,13 +459,66 @@ void hd_binding_lost(struct helperd *hd, struct hd_binding *b)
 {
     struct hd_client *c = b->owner;
 
-    hd_log(LOG_NOTICE, "pid %d uid %u: the listening socket of binding %u was shut down or "
-           "closed; its rule and binding go now", (int) c->pid, (unsigned) c->uid, b->id);
+    hd_log(LOG_NOTICE, "pid %d uid %u: the socket of binding %u no longer listens on port %u; "
+           "its rule and binding go now", (int) c->pid, (unsigned) c->uid, b->id,
+           (unsigned) b->port);
     for (struct hd_binding **pb = &c->bindings; NULL != *pb; pb = &(*pb)->next) {
         if (*pb == b) {
             *pb = b->next;
             hd_binding_release(hd, b);
             return;
+        }
+    }
+}
+
+/* What /proc/net/tcp{,6} says of the socket with inode ino: found, listening, on port. */
+static void proc_tcp_find(const char *path, unsigned long ino, bool *found, bool *listening,
+                          unsigned int *port)
+{
+    char line[512];
+    FILE *f = fopen(path, "re");
+
+    if (NULL == f) {
+        return;
+    }
+    while (!*found && NULL != fgets(line, sizeof(line), f)) {
+        char local[64];
+        unsigned int st;
+        unsigned long inode;
+        char *colon;
+
+        /* sl local rem st tx:rx tr:when retr uid timeout inode */
+        if (3 != sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &inode)) {
+            continue; /* the header line */
+        }
+        if (inode != ino || NULL == (colon = strrchr(local, ':'))) {
+            continue;
+        }
+        *found = true;
+        *listening = 0x0A == st;
+        *port = (unsigned int) strtoul(colon + 1, NULL, 16);
+    }
+    fclose(f);
+}
+
+void hd_bindings_recheck(struct helperd *hd)
+{
+    for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+        struct hd_binding *b = c->bindings;
+
+        while (NULL != b) {
+            struct hd_binding *next = b->next;
+            bool found = false, listening = false;
+            unsigned int port = 0;
+
+            if (b->listen_fd >= 0 && 0 != b->listen_ino) {
+                proc_tcp_find("/proc/self/net/tcp", b->listen_ino, &found, &listening, &port);
+                proc_tcp_find("/proc/self/net/tcp6", b->listen_ino, &found, &listening, &port);
+                if (!found || !listening || port != b->port) {
+                    hd_binding_lost(hd, b);
+                }
+            }
+            b = next;
         }
     }
 }

@@ -37,9 +37,7 @@ long hd_now_ms(void)
 static void close_fds(struct hd_client *c)
 {
     for (size_t i = 0; i < c->nfds; i++) {
-        if (c->fds[i] >= 0) {
-            close(c->fds[i]);
-        }
+        hd_close_passed(c->uid, c->fds[i]);
     }
     c->nfds = 0;
 }
@@ -180,7 +178,11 @@ void hd_client_accept(struct helperd *hd, int cfd)
         mine += o->uid == c->uid;
     }
     devmem_err_clear(&e);
-    if (hd->nclients >= p->max_clients) {
+    if (hd_uid_blocked(c->uid)) {
+        devmem_err_set(&e, EAGAIN, "descriptors uid %u passed before still hold helper threads "
+                       "(a file system or socket that does not answer): refused until they do",
+                       (unsigned) c->uid);
+    } else if (hd->nclients >= p->max_clients) {
         devmem_err_set(&e, EAGAIN, "refused by policy (max-clients %u, %s): the helper serves "
                        "%u connections", p->max_clients,
                        hd_policy_where(p, p->max_clients_at, where, sizeof(where)),
@@ -270,7 +272,7 @@ static int take_fds(struct hd_client *c, struct msghdr *msg, bool at_start,
                 c->fds[c->nfds++] = fd;
                 continue;
             }
-            close(fd);
+            hd_close_passed(c->uid, fd);
             if (0 == rc && at_start) {
                 rc = devmem_err_set(err, EPROTO, "helper protocol: more than %d descriptors "
                                     "with one message", DEVMEM_HELPER_FDS_MAX);

@@ -80,6 +80,10 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         if (itf->hds_set) {
             put(&o, " (header split was %s)", hds_name(itf->hds_was));
         }
+        if (0 != itf->stuck) {
+            put(&o, "; queues held back by rules that would not go: mask 0x%llx",
+                (unsigned long long) itf->stuck);
+        }
         if ('\0' != itf->nic_note[0]) {
             put(&o, "; %s", itf->nic_note);
         }
