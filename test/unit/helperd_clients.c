@@ -142,17 +142,34 @@ static int memfd(size_t size)
     return fd;
 }
 
-static int tcp_socket_at(int type, int do_listen, uint32_t addr)
+/* A socket on addr. port 0: the kernel picks (from the ephemeral range, which the helper
+ * refuses); else the first free port from 61000 up, bound explicitly, as the component does. */
+static int socket_on(int type, int do_listen, uint32_t addr, int kernel_port)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(addr)};
-    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
 
-    if (fd < 0 || 0 != bind(fd, (struct sockaddr *) &sin, sizeof(sin))
-        || (do_listen && 0 != listen(fd, 4))) {
-        perror("tcp socket");
-        exit(1);
+    for (unsigned int port = 61000; port <= 65535; port++) {
+        int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+        sin.sin_port = kernel_port ? 0 : htons((uint16_t) port);
+        if (fd >= 0 && 0 == bind(fd, (struct sockaddr *) &sin, sizeof(sin))
+            && (!do_listen || 0 == listen(fd, 4))) {
+            return fd;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (kernel_port || EADDRINUSE != errno) {
+            break;
+        }
     }
-    return fd;
+    perror("tcp socket");
+    exit(1);
+}
+
+static int tcp_socket_at(int type, int do_listen, uint32_t addr)
+{
+    return socket_on(type, do_listen, addr, 0);
 }
 
 static int tcp_socket(int type, int do_listen)
@@ -434,6 +451,20 @@ int main(int argc, char **argv)
               "a socket on an address lo does not have: %s", e.msg);
         CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", 1, file, lsd, &r2, &e),
               "a plain file passed as the dmabuf: %s", e.msg);
+        {
+            int picked = socket_on(SOCK_STREAM, 1, INADDR_LOOPBACK, 1), reuse = tcp_socket(
+                SOCK_STREAM, 0), one = 1;
+            CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, picked, &r2, &e)
+                      && NULL != strstr(e.msg, "ephemeral range"),
+                  "a port the kernel picked (shutdown() would give it back): %s", e.msg);
+            setsockopt(reuse, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            listen(reuse, 4);
+            CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, reuse, &r2, &e)
+                      && NULL != strstr(e.msg, "SO_REUSEADDR"),
+                  "a socket with SO_REUSEADDR (its port could be shared): %s", e.msg);
+            close(picked);
+            close(reuse);
+        }
         close(any);
         close(elsewhere);
         close(file);
@@ -474,18 +505,19 @@ int main(int argc, char **argv)
               "shut down its listening socket: binding %u and its rule are gone",
               r2.binding_id);
         close(held);
-        /* shut down and listen again at once: the kernel picked the port, so it is gone and
-         * the socket listens on a new one, which poll alone does not see */
+        /* SO_REUSEADDR set after the binding: the once-a-second recheck drops it */
         held = tcp_socket(SOCK_STREAM, 1);
         CHECK(0 == devmem_helper_bind_rx(good, "lo", 1, mine, held, &r2, &e),
               "a third binding for the good client (%s)", e.msg);
-        shutdown(held, SHUT_RDWR);
-        listen(held, 4);
+        {
+            int one = 1;
+            setsockopt(held, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        }
         usleep(1500 * 1000);
         status(good, text, sizeof(text));
         snprintf(want, sizeof(want), "binding %u:", r2.binding_id);
         CHECK(NULL == strstr(text, want) && 0 == strncmp(text, "clients=", 8),
-              "shut down and listened again on another port: binding %u is gone within 1.5 s",
+              "SO_REUSEADDR set on a held socket: binding %u is gone within 1.5 s",
               r2.binding_id);
         close(held);
         close(mine);

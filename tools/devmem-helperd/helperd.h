@@ -188,6 +188,8 @@ int hd_inspect(struct helperd *hd, uid_t uid, int dmabuf_fd, int sock_fd, const 
                struct hd_passed *out, struct devmem_err *err);
 /* Close a descriptor a client passed, in a thread: closing a FUSE file waits for its server. */
 void hd_close_passed(uid_t uid, int fd);
+/* The kernel's ephemeral port range (net.ipv4.ip_local_port_range, the helper's namespace). */
+int hd_local_port_range(unsigned int *lo, unsigned int *hi);
 /* Whether uid's descriptors hold as many helper threads as one user may. */
 bool hd_uid_blocked(uid_t uid);
 

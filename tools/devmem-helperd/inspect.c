@@ -159,6 +159,17 @@ void hd_close_passed(uid_t uid, int fd)
 
 /* ------------------------------------------------------------------ inspecting */
 
+int hd_local_port_range(unsigned int *lo, unsigned int *hi)
+{
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    int ok = NULL != f && 2 == fscanf(f, "%u %u", lo, hi);
+
+    if (NULL != f) {
+        fclose(f);
+    }
+    return ok ? 0 : -EIO;
+}
+
 /* Whether addr (family, 4 or 16 bytes) is configured on ifname in the helper's namespace. */
 static bool address_on(const char *ifname, int family, const void *addr)
 {
@@ -253,6 +264,29 @@ static int check_listen_socket(uint64_t netns_cookie, int fd, const char *ifname
     inet_ntop(flow->family, addr, text, sizeof(text));
     if (0 == flow->dst_port) {
         return devmem_err_set(err, EINVAL, "the passed socket has no port");
+    }
+    {
+        unsigned int lo, hi;
+        /* A port the kernel chose (bind to port 0, or listen without bind) comes from the
+         * ephemeral range, and shutdown() gives it back while the socket lives on: the client
+         * could pass it to another process under the rule. A port bound explicitly stays
+         * with the socket, which the helper holds. Only the explicit kind lies outside. */
+        if (0 != hd_local_port_range(&lo, &hi)) {
+            return devmem_err_set(err, EIO, "cannot read ip_local_port_range");
+        }
+        if (flow->dst_port >= lo && flow->dst_port <= hi) {
+            return devmem_err_set(err, EINVAL, "the passed socket's port %u lies in the kernel's "
+                                  "ephemeral range %u-%u, where a port the kernel chose would go "
+                                  "back on shutdown(): bind one outside it explicitly",
+                                  (unsigned) flow->dst_port, lo, hi);
+        }
+    }
+    vl = sizeof(v);
+    if (0 != getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, &vl) || 0 != v) {
+        /* with SO_REUSEADDR, another such socket may take the port while this one is not
+         * listening (between a shutdown() and a listen()) */
+        return devmem_err_set(err, EINVAL, "the passed socket has SO_REUSEADDR set: another "
+                              "socket could share its port while it is not listening");
     }
     if (AF_INET == flow->family ? INADDR_ANY == flow->dst.v4.s_addr
                                 : IN6_IS_ADDR_UNSPECIFIED(&flow->dst.v6)) {

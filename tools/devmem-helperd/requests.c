@@ -514,7 +514,12 @@ void hd_bindings_recheck(struct helperd *hd)
             if (b->listen_fd >= 0 && 0 != b->listen_ino) {
                 proc_tcp_find("/proc/self/net/tcp", b->listen_ino, &found, &listening, &port);
                 proc_tcp_find("/proc/self/net/tcp6", b->listen_ino, &found, &listening, &port);
-                if (!found || !listening || port != b->port) {
+                int reuse = 0;
+                socklen_t len = sizeof(reuse);
+
+                /* SO_REUSEADDR is read without the socket lock */
+                (void) getsockopt(b->listen_fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &len);
+                if (!found || !listening || port != b->port || 0 != reuse) {
                     hd_binding_lost(hd, b);
                 }
             }

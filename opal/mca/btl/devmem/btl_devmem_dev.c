@@ -137,7 +137,11 @@ static void listen_cb(int lsd, short flags, void *arg)
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    int rc = mca_btl_devmem_listen_socket(d->module->itf.addr, &d->listen_fd, &d->listen_port);
+    int rc = dev_state.via_helper
+                 ? mca_btl_devmem_helper_listen_socket(d->module->itf.addr, &d->listen_fd,
+                                                       &d->listen_port)
+                 : mca_btl_devmem_listen_socket(d->module->itf.addr, &d->listen_fd,
+                                                &d->listen_port);
 
     if (0 != rc) {
         say(why, len, "device-flow listen socket: %s", strerror(-rc));

@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "btl_devmem_helper.h"
 
@@ -100,6 +104,48 @@ void mca_btl_devmem_helper_release(uint32_t id)
     if (NULL != helper && 0 != devmem_helper_release(helper, id, &e)) {
         DEVMEM_VERBOSE(1, "giving binding %u back to the helper: %s", id, e.msg);
     }
+}
+
+int mca_btl_devmem_helper_listen_socket(uint32_t addr, int *fd, uint16_t *port)
+{
+    unsigned int lo = 32768, hi = 60999, span, start;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    int err = EADDRINUSE;
+
+    if (NULL != f) {
+        if (2 != fscanf(f, "%u %u", &lo, &hi) || lo < 1 || hi > 65535 || lo > hi) {
+            lo = 32768, hi = 60999;
+        }
+        fclose(f);
+    }
+    /* the ports above the range, then those between 1024 and it */
+    span = (65535 - hi) + (lo > 1024 ? lo - 1024 : 0);
+    if (0 == span) {
+        return -EADDRNOTAVAIL;
+    }
+    start = (unsigned int) getpid() * 7919u % span; /* local ranks start far apart */
+    for (unsigned int i = 0; i < span && i < 512; i++) {
+        unsigned int k = (start + i) % span;
+        unsigned int p = k < 65535 - hi ? hi + 1 + k : 1024 + (k - (65535 - hi));
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) p),
+                                 .sin_addr.s_addr = addr};
+        int sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+        if (sd < 0) {
+            return -errno;
+        }
+        if (0 == bind(sd, (struct sockaddr *) &sa, sizeof(sa)) && 0 == listen(sd, SOMAXCONN)) {
+            *fd = sd;
+            *port = (uint16_t) p;
+            return 0;
+        }
+        err = errno;
+        close(sd);
+        if (EADDRINUSE != err) {
+            break;
+        }
+    }
+    return -err;
 }
 
 void mca_btl_devmem_helper_close(void)
