@@ -90,6 +90,7 @@ struct hd_iface {
     uint32_t hds_thresh_was;
     bool hds_thresh_known;
     char nic_note[160];     /* what prepare could not check (e.g. "RSS: not reported") */
+    long idle_since_ms;     /* when its last binding went */
     struct hd_iface *next;
 };
 
@@ -230,6 +231,9 @@ void hd_binding_lost(struct helperd *hd, struct hd_binding *b);
  * shut its socket down and listened again may have let the port go. Lockless (it reads
  * /proc/net/tcp, never the sockets). Call about once a second. */
 void hd_bindings_recheck(struct helperd *hd);
+/* Put back the NIC settings of interfaces with no binding: those idle for a grace period,
+ * or all of them (now: the helper stops). Policy restore no: nothing. */
+void hd_ifaces_restore(struct helperd *hd, bool now);
 /* Drop clients that have not said hello, or finished a message, within the deadline. */
 void hd_clients_expire(struct helperd *hd, long now_ms);
 long hd_now_ms(void);

@@ -265,11 +265,13 @@ static int serve(struct helperd *hd, int lfd, int sfd)
         if (hd_now_ms() - last_recheck >= 1000) {
             last_recheck = hd_now_ms();
             hd_bindings_recheck(hd);
+            hd_ifaces_restore(hd, false);
         }
     }
     while (NULL != hd->clients) {
         hd_client_drop(hd, hd->clients, "helper stopping");
     }
+    hd_ifaces_restore(hd, true);
     free(pfd);
     free(who);
     return rc;

@@ -52,14 +52,29 @@ static struct hd_iface *iface_get(struct helperd *hd, const struct hd_policy_ifa
 }
 
 /* Nothing bound on itf any more: put the NIC back as it was (policy: restore). */
+/* Nothing bound on itf any more: its NIC settings go back HD_RESTORE_GRACE_MS later (most
+ * drivers restart queues to change them, which stops everyone's traffic for a moment, and
+ * one user's bind and release in a loop must not do that to the node over and over). */
+#define HD_RESTORE_GRACE_MS 30000
 static void iface_idle(struct helperd *hd, struct hd_iface *itf)
 {
-    if (0 != itf->nbindings) {
-        return;
+    (void) hd;
+    if (0 == itf->nbindings) {
+        itf->idle_since_ms = hd_now_ms();
     }
-    if (hd->policy.restore && (itf->hds_set || itf->rss_set || itf->ntuple_set)) {
+}
+
+void hd_ifaces_restore(struct helperd *hd, bool now)
+{
+    for (struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
+        if (0 != itf->nbindings || !hd->policy.restore
+            || !(itf->hds_set || itf->rss_set || itf->ntuple_set)
+            || (!now && hd_now_ms() - itf->idle_since_ms < HD_RESTORE_GRACE_MS)) {
+            continue;
+        }
         hd->be->restore(itf);
-        hd_log(LOG_INFO, "%s: last binding gone, NIC settings restored", itf->name);
+        hd_log(LOG_INFO, "%s: no binding for %s, NIC settings restored", itf->name,
+               now ? "the helper stopping" : "30 s");
         itf->hds_set = itf->rss_set = itf->ntuple_set = false;
     }
 }
