@@ -372,7 +372,7 @@ static int emul_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
         itf->hds_was = DEVMEM_NIC_HDS_OFF;
         itf->hds_set = true;
     }
-    itf->rss_set = itf->pol->qlo > 0;
+    itf->rss_set = true; /* the range starts above 0: RSS is "kept below" it */
     note(itf, "emulated", "no NIC was changed");
     return 0;
 }

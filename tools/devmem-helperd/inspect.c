@@ -45,27 +45,33 @@ static struct {
 } users[HD_USERS_TRACKED];
 
 /* Count a thread for uid; false when uid already holds its share (or the table is full). */
-static bool user_thread_begin(uid_t uid)
+/* uid's slot, or a free one (threads 0) when it has none; -1 when the table is full. */
+static int user_slot(uid_t uid)
 {
     int free_slot = -1;
-    bool ok = false;
 
-    pthread_mutex_lock(&users_lock);
     for (int i = 0; i < HD_USERS_TRACKED; i++) {
         if (users[i].threads > 0 && users[i].uid == uid) {
-            ok = users[i].threads < HD_STUCK_PER_USER;
-            users[i].threads += ok;
-            free_slot = -2;
-            break;
+            return i;
         }
         if (0 == users[i].threads && -1 == free_slot) {
             free_slot = i;
         }
     }
-    if (free_slot >= 0) {
-        users[free_slot].uid = uid;
-        users[free_slot].threads = 1;
-        ok = true;
+    return free_slot;
+}
+
+static bool user_thread_begin(uid_t uid)
+{
+    bool ok;
+    int i;
+
+    pthread_mutex_lock(&users_lock);
+    i = user_slot(uid);
+    ok = i >= 0 && users[i].threads < HD_STUCK_PER_USER;
+    if (ok) {
+        users[i].uid = uid;
+        users[i].threads++;
     }
     pthread_mutex_unlock(&users_lock);
     return ok;
@@ -73,27 +79,23 @@ static bool user_thread_begin(uid_t uid)
 
 static void user_thread_end(uid_t uid)
 {
+    int i;
+
     pthread_mutex_lock(&users_lock);
-    for (int i = 0; i < HD_USERS_TRACKED; i++) {
-        if (users[i].threads > 0 && users[i].uid == uid) {
-            users[i].threads--;
-            break;
-        }
+    if ((i = user_slot(uid)) >= 0 && users[i].threads > 0) {
+        users[i].threads--;
     }
     pthread_mutex_unlock(&users_lock);
 }
 
 bool hd_uid_blocked(uid_t uid)
 {
-    bool blocked = false;
+    bool blocked;
+    int i;
 
     pthread_mutex_lock(&users_lock);
-    for (int i = 0; i < HD_USERS_TRACKED; i++) {
-        if (users[i].threads > 0 && users[i].uid == uid) {
-            blocked = users[i].threads >= HD_STUCK_PER_USER;
-            break;
-        }
-    }
+    i = user_slot(uid);
+    blocked = i >= 0 && users[i].threads >= HD_STUCK_PER_USER;
     pthread_mutex_unlock(&users_lock);
     return blocked;
 }

@@ -8,11 +8,8 @@
 
 #include "helperd.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <net/if.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +20,26 @@
 
 #include "nic.h"
 
-#ifndef SO_NETNS_COOKIE
-#define SO_NETNS_COOKIE 71 /* Linux 5.14 */
-#endif
-
 /* ------------------------------------------------------------------ interfaces, users */
+
+static struct hd_iface *iface_find(const struct helperd *hd, const char *name)
+{
+    for (struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
+        if (0 == strcmp(itf->name, name)) {
+            return itf;
+        }
+    }
+    return NULL;
+}
 
 static struct hd_iface *iface_get(struct helperd *hd, const struct hd_policy_iface *pol,
                                   unsigned int ifindex)
 {
-    struct hd_iface *itf;
+    struct hd_iface *itf = iface_find(hd, pol->name);
 
-    for (itf = hd->ifaces; NULL != itf; itf = itf->next) {
-        if (0 == strcmp(itf->name, pol->name)) {
-            itf->ifindex = ifindex; /* the interface may have been recreated */
-            return itf;
-        }
+    if (NULL != itf) {
+        itf->ifindex = ifindex; /* the interface may have been recreated */
+        return itf;
     }
     if (NULL == (itf = calloc(1, sizeof(*itf)))) {
         return NULL;
@@ -51,14 +52,12 @@ static struct hd_iface *iface_get(struct helperd *hd, const struct hd_policy_ifa
     return itf;
 }
 
-/* Nothing bound on itf any more: put the NIC back as it was (policy: restore). */
 /* Nothing bound on itf any more: its NIC settings go back HD_RESTORE_GRACE_MS later (most
  * drivers restart queues to change them, which stops everyone's traffic for a moment, and
  * one user's bind and release in a loop must not do that to the node over and over). */
 #define HD_RESTORE_GRACE_MS 30000
-static void iface_idle(struct helperd *hd, struct hd_iface *itf)
+static void iface_idle(struct hd_iface *itf)
 {
-    (void) hd;
     if (0 == itf->nbindings) {
         itf->idle_since_ms = hd_now_ms();
     }
@@ -145,6 +144,8 @@ static int check_limits(struct helperd *hd, struct hd_client *c, const char *ifn
 {
     const struct hd_policy *p = &hd->policy;
     struct usage u = user_usage(hd, c->uid);
+    const struct hd_iface *itf = iface_find(hd, ifname);
+    const struct hd_binding *b = NULL;
     char where[300];
 
     if (u.bindings + 1 > p->max_bindings) {
@@ -172,23 +173,14 @@ static int check_limits(struct helperd *hd, struct hd_client *c, const char *ifn
                               "on this node", hd_policy_where(p, p->allow_tx_at, where,
                                                               sizeof(where)));
     }
-    if (!p->tx_shared) {
-        /* A TX binding id is global and the kernel does not check who sends with it: while
-         * one exists, no other user may share the device, and the reverse. */
-        for (struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
-            const struct hd_binding *b;
-
-            if (0 != strcmp(itf->name, ifname)) {
-                continue;
-            }
-            if (NULL != (b = other_user(hd, itf, c->uid, rx))) {
-                return devmem_err_set(err, EBUSY, "refused by policy (tx-shared no, %s): another "
-                                      "user holds a%s binding on %s, and a TX binding lets any "
-                                      "local process that guesses its id send from its memory",
-                                      hd_policy_where(p, p->tx_shared_at, where, sizeof(where)),
-                                      b->rx ? "n RX" : " TX", ifname);
-            }
-        }
+    /* A TX binding id is global and the kernel does not check who sends with it: while one
+     * exists, no other user may share the device, and the reverse. */
+    if (!p->tx_shared && NULL != itf && NULL != (b = other_user(hd, itf, c->uid, rx))) {
+        return devmem_err_set(err, EBUSY, "refused by policy (tx-shared no, %s): another user "
+                              "holds a%s binding on %s, and a TX binding lets any local process "
+                              "that guesses its id send from its memory",
+                              hd_policy_where(p, p->tx_shared_at, where, sizeof(where)),
+                              b->rx ? "n RX" : " TX", ifname);
     }
     return 0;
 }
@@ -315,7 +307,7 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b)
     hd_log(LOG_INFO, "pid %d uid %u: released %s binding %u on %s", (int) b->owner->pid,
            (unsigned) b->owner->uid, b->rx ? "RX" : "TX", b->id, itf->name);
     free(b);
-    iface_idle(hd, itf);
+    iface_idle(itf);
 }
 
 int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
@@ -427,7 +419,7 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     return 0;
 fail:
     free(b);
-    iface_idle(hd, itf);
+    iface_idle(itf);
     return rc;
 }
 
@@ -470,6 +462,20 @@ int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
     return 0;
 }
 
+/* Take the binding that matches (b itself, or id when b is NULL) off c's list; NULL if none. */
+static struct hd_binding *binding_unlink(struct hd_client *c, const struct hd_binding *b,
+                                         uint32_t id)
+{
+    for (struct hd_binding **pb = &c->bindings; NULL != *pb; pb = &(*pb)->next) {
+        struct hd_binding *found = *pb;
+        if (found == b || (NULL == b && found->id == id)) {
+            *pb = found->next;
+            return found;
+        }
+    }
+    return NULL;
+}
+
 void hd_binding_lost(struct helperd *hd, struct hd_binding *b)
 {
     struct hd_client *c = b->owner;
@@ -477,18 +483,19 @@ void hd_binding_lost(struct helperd *hd, struct hd_binding *b)
     hd_log(LOG_NOTICE, "pid %d uid %u: the socket of binding %u no longer listens on port %u; "
            "its rule and binding go now", (int) c->pid, (unsigned) c->uid, b->id,
            (unsigned) b->port);
-    for (struct hd_binding **pb = &c->bindings; NULL != *pb; pb = &(*pb)->next) {
-        if (*pb == b) {
-            *pb = b->next;
-            hd_binding_release(hd, b);
-            return;
-        }
+    if (NULL != binding_unlink(c, b, 0)) {
+        hd_binding_release(hd, b);
     }
 }
 
-/* What /proc/net/tcp{,6} says of the socket with inode ino: found, listening, on port. */
-static void proc_tcp_find(const char *path, unsigned long ino, bool *found, bool *listening,
-                          unsigned int *port)
+/* What /proc/net/tcp{,6} say of the held sockets: for each listed inode, its state and port. */
+struct held {
+    struct hd_binding *b;
+    bool found, listening;
+    unsigned int port;
+};
+
+static void proc_tcp_scan(const char *path, struct held *h, size_t n)
 {
     char line[512];
     FILE *f = fopen(path, "re");
@@ -496,63 +503,71 @@ static void proc_tcp_find(const char *path, unsigned long ino, bool *found, bool
     if (NULL == f) {
         return;
     }
-    while (!*found && NULL != fgets(line, sizeof(line), f)) {
-        char local[64];
+    while (NULL != fgets(line, sizeof(line), f)) {
+        char local[64], *colon;
         unsigned int st;
         unsigned long inode;
-        char *colon;
 
         /* sl local rem st tx:rx tr:when retr uid timeout inode */
-        if (3 != sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &inode)) {
+        if (3 != sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &inode)
+            || NULL == (colon = strrchr(local, ':'))) {
             continue; /* the header line */
         }
-        if (inode != ino || NULL == (colon = strrchr(local, ':'))) {
-            continue;
+        for (size_t i = 0; i < n; i++) {
+            if (h[i].b->listen_ino == inode) {
+                h[i].found = true;
+                h[i].listening = 0x0A == st;
+                h[i].port = (unsigned int) strtoul(colon + 1, NULL, 16);
+                break;
+            }
         }
-        *found = true;
-        *listening = 0x0A == st;
-        *port = (unsigned int) strtoul(colon + 1, NULL, 16);
     }
     fclose(f);
 }
 
 void hd_bindings_recheck(struct helperd *hd)
 {
+    struct held *h;
+    size_t n = 0, cap = 0;
+
     for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
-        struct hd_binding *b = c->bindings;
-
-        while (NULL != b) {
-            struct hd_binding *next = b->next;
-            bool found = false, listening = false;
-            unsigned int port = 0;
-
-            if (b->listen_fd >= 0 && 0 != b->listen_ino) {
-                proc_tcp_find("/proc/self/net/tcp", b->listen_ino, &found, &listening, &port);
-                proc_tcp_find("/proc/self/net/tcp6", b->listen_ino, &found, &listening, &port);
-                int reuse = 0;
-                socklen_t len = sizeof(reuse);
-
-                /* SO_REUSEADDR is read without the socket lock */
-                (void) getsockopt(b->listen_fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &len);
-                if (!found || !listening || port != b->port || 0 != reuse) {
-                    hd_binding_lost(hd, b);
-                }
-            }
-            b = next;
+        for (struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+            cap += b->listen_fd >= 0 && 0 != b->listen_ino;
         }
     }
+    if (0 == cap || NULL == (h = calloc(cap, sizeof(*h)))) {
+        return;
+    }
+    for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+        for (struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+            if (b->listen_fd >= 0 && 0 != b->listen_ino) {
+                h[n++].b = b;
+            }
+        }
+    }
+    proc_tcp_scan("/proc/self/net/tcp", h, n);
+    proc_tcp_scan("/proc/self/net/tcp6", h, n);
+    for (size_t i = 0; i < n; i++) {
+        int reuse = 0;
+        socklen_t len = sizeof(reuse);
+
+        /* SO_REUSEADDR is read without the socket lock */
+        (void) getsockopt(h[i].b->listen_fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &len);
+        if (!h[i].found || !h[i].listening || h[i].port != h[i].b->port || 0 != reuse) {
+            hd_binding_lost(hd, h[i].b); /* frees only h[i].b */
+        }
+    }
+    free(h);
 }
 
 int hd_request_release(struct helperd *hd, struct hd_client *c, uint32_t id,
                        struct devmem_err *err)
 {
-    for (struct hd_binding **pb = &c->bindings; NULL != *pb; pb = &(*pb)->next) {
-        struct hd_binding *b = *pb;
-        if (b->id == id) {
-            *pb = b->next;
-            hd_binding_release(hd, b);
-            return 0;
-        }
+    struct hd_binding *b = binding_unlink(c, NULL, id);
+
+    if (NULL == b) {
+        return devmem_err_set(err, ENOENT, "binding %u is not held by this connection", id);
     }
-    return devmem_err_set(err, ENOENT, "binding %u is not held by this connection", id);
+    hd_binding_release(hd, b);
+    return 0;
 }

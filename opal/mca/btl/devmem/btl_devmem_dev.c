@@ -569,9 +569,8 @@ int mca_btl_devmem_dev_init(void)
             rc = devmem_err_set(&e, -h, "devmem-helperd: %s", hwhy);
         } else {
             dev_state.via_helper = 1 == h;
-            DEVMEM_VERBOSE(1 == h ? 1 : 5, "bindings and steering: %s", 1 == h ? hwhy
-                           : "by this process");
-            DEVMEM_VERBOSE(5, "helper: %s", hwhy);
+            DEVMEM_VERBOSE(1 == h ? 1 : 5, "bindings and steering: %s%s", 1 == h ? "" :
+                           "by this process, not devmem-helperd: ", hwhy);
         }
     }
     dev_state.enabled = true;
