@@ -27,6 +27,7 @@
 
 #include "btl_devmem_hdr.h"
 #include "btl_devmem_if.h"
+#include "btl_devmem_watch.h"
 
 BEGIN_C_DECLS
 
@@ -155,8 +156,7 @@ typedef struct mca_btl_devmem_module_t {
     size_t write_chunk;            /* most bytes per sendmsg (btl_devmem_write_chunk) */
     int listen_fd;
     uint16_t listen_port;          /* host byte order */
-    opal_event_t listen_event;
-    bool listen_event_added;
+    struct mca_btl_devmem_watch listen_watch;
     opal_list_t endpoints;
     opal_mutex_t lock;
     mca_btl_base_module_error_cb_fn_t error_cb;

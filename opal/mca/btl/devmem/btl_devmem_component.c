@@ -33,6 +33,7 @@
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_watch.h"
 
 static int component_open(void);
 static int component_close(void);
@@ -61,7 +62,8 @@ typedef struct {
     opal_list_item_t super;
     mca_btl_devmem_module_t *module;
     int sd;
-    opal_event_t event;
+    mca_btl_devmem_watch_t watch;
+    opal_event_t timer; /* the handshake timeout */
     struct mca_btl_devmem_hello hello;
     size_t got;
     char peer[INET_ADDRSTRLEN + 8];
@@ -337,7 +339,8 @@ static int component_open(void)
 
 static void pending_accept_drop(pending_accept_t *pa, const char *why)
 {
-    opal_event_del(&pa->event);
+    (void) mca_btl_devmem_watch_set(&pa->watch, 0);
+    opal_event_del(&pa->timer);
     close(pa->sd);
     opal_list_remove_item(&mca_btl_devmem_component.pending_accepts, &pa->super);
     if (NULL != why) {
@@ -358,9 +361,7 @@ static void modules_release(void)
     mca_btl_devmem_dev_fini();
     for (int i = 0; i < c->num_modules; i++) {
         mca_btl_devmem_module_t *m = c->modules[i];
-        if (m->listen_event_added) {
-            opal_event_del(&m->listen_event);
-        }
+        (void) mca_btl_devmem_watch_set(&m->listen_watch, 0);
         if (m->listen_fd >= 0) {
             close(m->listen_fd);
         }
@@ -371,6 +372,7 @@ static void modules_release(void)
     free(c->modules);
     c->modules = NULL;
     c->num_modules = 0;
+    mca_btl_devmem_watch_close();
 }
 
 /* An Open MPI 4.x with CUDA support copies device memory in its convertor (eager sends and
@@ -461,10 +463,6 @@ static void hello_cb(int sd, short flags, void *arg)
     ssize_t n;
     int rc;
 
-    if (flags & OPAL_EV_TIMEOUT) {
-        pending_accept_drop(pa, "no hello before the handshake timeout");
-        return;
-    }
     n = recv(pa->sd, (char *) &pa->hello + pa->got, sizeof(pa->hello) - pa->got, 0);
     if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
         return;
@@ -495,7 +493,8 @@ static void hello_cb(int sd, short flags, void *arg)
     }
     /* the socket now belongs to the endpoint (or is closed by it) */
     hello = pa->hello;
-    opal_event_del(&pa->event);
+    (void) mca_btl_devmem_watch_set(&pa->watch, 0);
+    opal_event_del(&pa->timer);
     opal_list_remove_item(&c->pending_accepts, &pa->super);
     sd = pa->sd;
     OBJ_RELEASE(pa);
@@ -503,6 +502,11 @@ static void hello_cb(int sd, short flags, void *arg)
     DEVMEM_VERBOSE(20, "accepted a connection from %s: %s", OPAL_NAME_PRINT(name),
                    MCA_BTL_DEVMEM_HELLO_ACCEPT == rc ? "taken"
                    : MCA_BTL_DEVMEM_HELLO_DEFER == rc ? "deferred to ours" : "failed");
+}
+
+static void hello_timeout(int fd, short flags, void *arg)
+{
+    pending_accept_drop(arg, "no hello before the handshake timeout");
 }
 
 static void listen_cb(int lsd, short flags, void *arg)
@@ -537,10 +541,17 @@ static void listen_cb(int lsd, short flags, void *arg)
         snprintf(pa->peer, sizeof(pa->peer), "%s:%u", inet_ntoa(from.sin_addr),
                  (unsigned) ntohs(from.sin_port));
         mca_btl_devmem_tune_socket(sd);
+        mca_btl_devmem_watch_init(&pa->watch, sd, hello_cb, pa);
+        if (0 != mca_btl_devmem_watch_set(&pa->watch, OPAL_EV_READ)) {
+            DEVMEM_VERBOSE(5, "cannot watch a connection from %s on %s", pa->peer,
+                           m->itf.name);
+            close(sd);
+            OBJ_RELEASE(pa);
+            continue;
+        }
         opal_list_append(&c->pending_accepts, &pa->super);
-        opal_event_set(opal_sync_event_base, &pa->event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                       hello_cb, pa);
-        opal_event_add(&pa->event, &tv);
+        opal_event_evtimer_set(opal_sync_event_base, &pa->timer, hello_timeout, pa);
+        opal_event_evtimer_add(&pa->timer, &tv);
     }
 }
 
@@ -576,11 +587,8 @@ static int create_listener(mca_btl_devmem_module_t *m)
     if (0 != rc) {
         return rc;
     }
-    opal_event_set(opal_sync_event_base, &m->listen_event, m->listen_fd,
-                   OPAL_EV_READ | OPAL_EV_PERSIST, listen_cb, m);
-    opal_event_add(&m->listen_event, 0);
-    m->listen_event_added = true;
-    return 0;
+    mca_btl_devmem_watch_init(&m->listen_watch, m->listen_fd, listen_cb, m);
+    return mca_btl_devmem_watch_set(&m->listen_watch, OPAL_EV_READ);
 }
 
 static int publish_modex(void)
@@ -670,7 +678,7 @@ static int create_modules(void)
             m->link = (uint32_t) link;
             m->index = (uint32_t) c->num_modules;
             m->listen_fd = -1;
-            m->listen_event_added = false;
+            mca_btl_devmem_watch_init(&m->listen_watch, -1, listen_cb, m);
             m->error_cb = NULL;
             m->dev = NULL;
             m->dev_reason[0] = '\0';
@@ -708,6 +716,10 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
                                         mca_btl_devmem_module_template.super.btl_max_send_size);
     if (OPAL_SUCCESS == rc) {
         rc = mca_btl_devmem_fault_init();
+    }
+    if (OPAL_SUCCESS == rc && 0 != (rc = mca_btl_devmem_watch_open())) {
+        opal_output(0, "btl:devmem: cannot make an epoll set: %s", strerror(-rc));
+        rc = OPAL_ERROR;
     }
     if (OPAL_SUCCESS != rc || OPAL_SUCCESS != (rc = create_modules())
         || OPAL_SUCCESS != (rc = mca_btl_devmem_dev_init())

@@ -147,11 +147,12 @@ static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
         say(why, len, "device-flow listen socket: %s", strerror(-rc));
         return rc;
     }
-    opal_event_set(opal_sync_event_base, &d->listen_event, d->listen_fd,
-                   OPAL_EV_READ | OPAL_EV_PERSIST, listen_cb, d);
-    opal_event_add(&d->listen_event, 0);
-    d->listen_event_added = true;
-    return 0;
+    mca_btl_devmem_watch_init(&d->listen_watch, d->listen_fd, listen_cb, d);
+    rc = mca_btl_devmem_watch_set(&d->listen_watch, OPAL_EV_READ);
+    if (0 != rc) {
+        say(why, len, "device-flow listen socket: cannot watch it: %s", strerror(-rc));
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------- the RX pool */
@@ -454,9 +455,7 @@ static void dev_release(struct mca_btl_devmem_dev *d)
     if (0 != d->helper_id) {
         mca_btl_devmem_helper_release(d->helper_id); /* its steering rule goes first */
     }
-    if (d->listen_event_added) {
-        opal_event_del(&d->listen_event);
-    }
+    (void) mca_btl_devmem_watch_set(&d->listen_watch, 0);
     if (d->listen_fd >= 0) {
         close(d->listen_fd);
     }

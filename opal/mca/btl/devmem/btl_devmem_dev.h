@@ -33,8 +33,7 @@ struct mca_btl_devmem_dev {
     bool steered;               /* emulated: the listen port is steered to rx_id */
     int listen_fd;              /* device-flow connections arrive here */
     uint16_t listen_port;       /* host byte order; the steering key */
-    opal_event_t listen_event;
-    bool listen_event_added;
+    mca_btl_devmem_watch_t listen_watch;
 };
 
 /*

@@ -82,6 +82,7 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;
     char why[DEVMEM_ERR_MSG_MAX + 64];
+    int rc;
 
     if (NULL == df || NULL == k) {
         close(sd);
@@ -106,10 +107,11 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
     df->rx_dev = dev;
     df->claim_pending = false;
     mca_btl_devmem_tune_socket(sd);
-    opal_event_set(opal_sync_event_base, &df->rx_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                   mca_btl_devmem_devflow_rx_cb, ep);
-    opal_event_add(&df->rx_event, 0);
-    df->rx_event_added = true;
+    mca_btl_devmem_watch_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, ep);
+    if (0 != (rc = mca_btl_devmem_watch_set(&df->rx_watch, OPAL_EV_READ))) {
+        mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
+        return -1;
+    }
     mca_btl_devmem_component.stats.devflows++;
     DEVMEM_VERBOSE(10, "device flow from %s adopted on %s (RX binding %u)",
                    OPAL_NAME_PRINT(ep->peer->name), dev->module->itf.name, dev->rx_id);

@@ -20,19 +20,16 @@ BEGIN_C_DECLS
 struct mca_btl_devmem_devflow {
     /* sending side: our connection to the peer's device-flow port */
     int tx_sd;
-    opal_event_t tx_event;
-    bool tx_event_added;
+    mca_btl_devmem_watch_t tx_watch; /* write: room to send; read: completions on the error
+                                      * queue (real kernel) or the peer closing */
     opal_list_t tx_queue;           /* raw GET_RESP frags (no header on the wire) */
     opal_list_t tx_wait;            /* devmem TX frags sent, awaiting their completions */
     struct devmem_tx_tracker tracker; /* zerocopy notification ids of those sends */
     bool tracker_ready;
     bool tx_zerocopy;               /* SO_ZEROCOPY is on: devmem TX may be used */
-    opal_event_t txerr_event;       /* the error queue has completions (real kernel) */
-    bool txerr_event_added;
     /* receiving side: the peer's connection to our port, once claimed */
     int rx_sd;
-    opal_event_t rx_event;
-    bool rx_event_added;
+    mca_btl_devmem_watch_t rx_watch;
     struct mca_btl_devmem_dev *rx_dev; /* the module whose pool it lands in */
     struct devmem_ledger ledger;
     bool ledger_open;

@@ -165,10 +165,7 @@ static void rx_close(struct mca_btl_devmem_devflow *df)
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;
 
-    if (df->rx_event_added) {
-        opal_event_del(&df->rx_event);
-        df->rx_event_added = false;
-    }
+    (void) mca_btl_devmem_watch_set(&df->rx_watch, 0);
     /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
     if (df->ledger_open) {
         if (0 != devmem_ledger_close(&df->ledger, &e)) {

@@ -16,8 +16,7 @@
 #include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
 
-static void tx_cb(int sd, short flags, void *arg);
-static void txerr_cb(int sd, short flags, void *arg);
+static void tx_watch_cb(int sd, short flags, void *arg);
 
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
 {
@@ -56,10 +55,7 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
         return;
     }
     df->tx_sd = sd;
-    opal_event_set(opal_sync_event_base, &df->tx_event, sd, OPAL_EV_WRITE | OPAL_EV_PERSIST,
-                   tx_cb, ep);
-    opal_event_set(opal_sync_event_base, &df->txerr_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                   txerr_cb, ep);
+    mca_btl_devmem_watch_init(&df->tx_watch, sd, tx_watch_cb, ep);
     if (NULL != ep->module->dev) {
         struct devmem_err e;
 
@@ -89,17 +85,6 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
                    (unsigned) ntohs(local.sin_port));
 }
 
-static void tx_event_set(struct mca_btl_devmem_devflow *df, bool on)
-{
-    if (on != df->tx_event_added) {
-        if (on) {
-            opal_event_add(&df->tx_event, 0);
-        } else {
-            opal_event_del(&df->tx_event);
-        }
-        df->tx_event_added = on;
-    }
-}
 
 /* A devmem TX send completed (in order): count its bytes against the frag it carried. */
 static void tx_released(void *ctx, uint64_t cookie, size_t bytes)
@@ -220,15 +205,14 @@ static void tx_progress(mca_btl_devmem_endpoint_t *ep)
         rc = tx_reap(df, &done, why, sizeof(why));
     }
     if (0 == rc) {
-        tx_event_set(df, blocked);
-        /* the real kernel posts completions later: wake up for them */
-        if (df->txerr_event_added != !opal_list_is_empty(&df->tx_wait)) {
-            df->txerr_event_added = !df->txerr_event_added;
-            if (df->txerr_event_added) {
-                opal_event_add(&df->txerr_event, 0);
-            } else {
-                opal_event_del(&df->txerr_event);
-            }
+        /* writable while blocked; readable while the real kernel still owes completions */
+        rc = mca_btl_devmem_watch_set(&df->tx_watch,
+                                      (short) ((blocked ? OPAL_EV_WRITE : 0)
+                                               | (opal_list_is_empty(&df->tx_wait)
+                                                      ? 0 : OPAL_EV_READ)));
+        if (rc < 0) {
+            snprintf(why, sizeof(why), "cannot watch the device flow: %s", strerror(-rc));
+            rc = -1;
         }
     }
     while (NULL != (item = opal_list_remove_first(&done))) {
@@ -242,14 +226,9 @@ static void tx_progress(mca_btl_devmem_endpoint_t *ep)
     }
 }
 
-static void tx_cb(int sd, short flags, void *arg)
-{
-    mca_btl_devmem_progress_activity();
-    tx_progress(arg);
-}
-
-/* Readable on our sending side: completions on the error queue, or the peer closing. */
-static void txerr_cb(int sd, short flags, void *arg)
+/* Writable: room for what is queued. Readable on our sending side: completions on the
+ * error queue, or the peer closing. */
+static void tx_watch_cb(int sd, short flags, void *arg)
 {
     mca_btl_devmem_endpoint_t *ep = arg;
     struct mca_btl_devmem_devflow *df = ep->devflow;
@@ -258,7 +237,8 @@ static void txerr_cb(int sd, short flags, void *arg)
 
     mca_btl_devmem_progress_activity();
     tx_progress(ep);
-    if (NULL != ep->devflow && df->tx_sd >= 0 && before == opal_list_get_size(&df->tx_wait)
+    if ((flags & OPAL_EV_READ) && NULL != ep->devflow && df->tx_sd >= 0
+        && before == opal_list_get_size(&df->tx_wait)
         && 0 == recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK)) {
         mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with devmem sends "
                                      "not yet completed", 0);
@@ -331,11 +311,7 @@ void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly
             }
             OBJ_DESTRUCT(&done);
         }
-        tx_event_set(df, false);
-        if (df->txerr_event_added) {
-            opal_event_del(&df->txerr_event);
-            df->txerr_event_added = false;
-        }
+        (void) mca_btl_devmem_watch_set(&df->tx_watch, 0);
         if (NULL != mca_btl_devmem_dev_kernel()) {
             struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
             k->ops->sock_close(k, df->tx_sd);

@@ -35,10 +35,10 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_watch.h"
 
 
-static void recv_cb(int sd, short flags, void *arg);
-static void send_cb(int sd, short flags, void *arg);
+static void ep_cb(int sd, short flags, void *arg);
 
 static void ep_construct(mca_btl_devmem_endpoint_t *ep)
 {
@@ -47,8 +47,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->state = MCA_BTL_DEVMEM_EP_CLOSED;
     ep->sd = -1;
     ep->events_counted = false;
-    ep->recv_event_added = false;
-    ep->send_event_added = false;
+    mca_btl_devmem_watch_init(&ep->watch, -1, ep_cb, ep);
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
@@ -104,47 +103,31 @@ static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
 static void events_attach(mca_btl_devmem_endpoint_t *ep, int sd)
 {
     ep->sd = sd;
-    opal_event_set(opal_sync_event_base, &ep->recv_event, sd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                   recv_cb, ep);
-    opal_event_set(opal_sync_event_base, &ep->send_event, sd, OPAL_EV_WRITE | OPAL_EV_PERSIST,
-                   send_cb, ep);
+    mca_btl_devmem_watch_init(&ep->watch, sd, ep_cb, ep);
     if (!ep->events_counted) {
-        /* poll libevent on every opal_progress while this socket is live */
-        opal_progress_event_users_increment();
         mca_btl_devmem_progress_conn_up();
         ep->events_counted = true;
     }
 }
 
-static void recv_event_on(mca_btl_devmem_endpoint_t *ep)
+/* Both return 0, or -errno when the socket cannot be watched (the caller fails the
+ * endpoint once it has dropped the lock: a connection nobody watches would hang the job). */
+static int recv_event_on(mca_btl_devmem_endpoint_t *ep)
 {
-    if (!ep->recv_event_added) {
-        opal_event_add(&ep->recv_event, 0);
-        ep->recv_event_added = true;
-    }
+    return mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_READ);
 }
 
-static void send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
+static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 {
-    if (on && !ep->send_event_added) {
-        opal_event_add(&ep->send_event, 0);
-        ep->send_event_added = true;
-    } else if (!on && ep->send_event_added) {
-        opal_event_del(&ep->send_event);
-        ep->send_event_added = false;
-    }
+    return on ? mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE)
+              : mca_btl_devmem_watch_del(&ep->watch, OPAL_EV_WRITE);
 }
 
 /* Drop the socket and its events; the state is the caller's to set. */
 static void socket_close(mca_btl_devmem_endpoint_t *ep)
 {
-    if (ep->recv_event_added) {
-        opal_event_del(&ep->recv_event);
-        ep->recv_event_added = false;
-    }
-    send_event_set(ep, false);
+    (void) mca_btl_devmem_watch_set(&ep->watch, 0);
     if (ep->events_counted) {
-        opal_progress_event_users_decrement();
         mca_btl_devmem_progress_conn_down();
         ep->events_counted = false;
     }
@@ -303,7 +286,7 @@ static int send_progress_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *done
                                              done, &blocked);
 
     if (0 == rc) {
-        send_event_set(ep, blocked);
+        rc = send_event_set(ep, blocked);
     }
     return rc;
 }
@@ -482,8 +465,7 @@ static int start_connect(mca_btl_devmem_endpoint_t *ep)
     }
     events_attach(ep, sd);
     ep->state = MCA_BTL_DEVMEM_EP_CONNECTING;
-    send_event_set(ep, true); /* writable = connect finished */
-    return 0;
+    return send_event_set(ep, true); /* writable = connect finished */
 }
 
 /* Write a whole small buffer to a fresh socket (a hello or its reply). */
@@ -527,16 +509,19 @@ static void connect_done(mca_btl_devmem_endpoint_t *ep)
         rc = send_small(ep->sd, &hello, sizeof(hello));
         err = rc < 0 ? -rc : 0;
     }
-    if (0 != err) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        ep_fail(ep, "connect failed", err);
-        return;
+    if (0 == err) {
+        ep->state = MCA_BTL_DEVMEM_EP_CONNECT_ACK;
+        ep->reply_got = 0;
+        rc = send_event_set(ep, false);
+        if (0 == rc) {
+            rc = recv_event_on(ep);
+        }
+        err = rc < 0 ? -rc : 0;
     }
-    send_event_set(ep, false);
-    ep->state = MCA_BTL_DEVMEM_EP_CONNECT_ACK;
-    ep->reply_got = 0;
-    recv_event_on(ep);
     OPAL_THREAD_UNLOCK(&ep->lock);
+    if (0 != err) {
+        ep_fail(ep, "connect failed", err);
+    }
 }
 
 /* The handshake is complete on ep->sd: start moving data. Called with the lock held. */
@@ -551,7 +536,10 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
                                ? UINT32_MAX
                                : ep->module->super.btl_put_limit;
     ep->state = MCA_BTL_DEVMEM_EP_CONNECTED;
-    recv_event_on(ep);
+    rc = recv_event_on(ep);
+    if (rc < 0) {
+        return rc;
+    }
     mca_btl_devmem_component.stats.conn_made++;
     DEVMEM_VERBOSE(10, "connected to %s on host %s via %s", OPAL_NAME_PRINT(ep->peer->name),
                    peer_host(ep), ep->module->itf.name);
@@ -1008,16 +996,12 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
     }
 }
 
-static void recv_cb(int sd, short flags, void *arg)
+static void recv_cb(mca_btl_devmem_endpoint_t *ep)
 {
-    mca_btl_devmem_endpoint_t *ep = arg;
-
-    mca_btl_devmem_progress_activity();
     if (ep->in_recv) {
         return; /* a callback re-entered progress: the outer loop carries on */
     }
     ep->in_recv = true;
-    OBJ_RETAIN(ep);
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
         read_reply(ep);
@@ -1033,19 +1017,30 @@ static void recv_cb(int sd, short flags, void *arg)
         break;
     }
     ep->in_recv = false;
-    OBJ_RELEASE(ep);
 }
 
-static void send_cb(int sd, short flags, void *arg)
+static void send_cb(mca_btl_devmem_endpoint_t *ep)
 {
-    mca_btl_devmem_endpoint_t *ep = arg;
-
-    mca_btl_devmem_progress_activity();
     if (MCA_BTL_DEVMEM_EP_CONNECTING == ep->state) {
         connect_done(ep);
         return;
     }
     send_progress(ep);
+}
+
+static void ep_cb(int sd, short flags, void *arg)
+{
+    mca_btl_devmem_endpoint_t *ep = arg;
+
+    mca_btl_devmem_progress_activity();
+    OBJ_RETAIN(ep);
+    if (flags & OPAL_EV_WRITE) {
+        send_cb(ep);
+    }
+    if ((flags & OPAL_EV_READ) && ep->sd == sd) {
+        recv_cb(ep);
+    }
+    OBJ_RELEASE(ep);
 }
 
 /* ---------------------------------------------------------------- shutdown */

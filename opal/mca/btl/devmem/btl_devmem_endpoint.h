@@ -8,6 +8,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_watch.h"
 
 BEGIN_C_DECLS
 
@@ -34,11 +35,8 @@ struct mca_btl_base_endpoint_t {
     enum mca_btl_devmem_ep_state state;
     int sd;
     opal_mutex_t lock;             /* state and send queue */
-    bool events_counted;           /* we hold an opal_progress event-user reference */
-    opal_event_t recv_event;
-    opal_event_t send_event;
-    bool recv_event_added;
-    bool send_event_added;
+    bool events_counted;           /* counted among the live connections (progress.c) */
+    mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
 
     /* send side */
     opal_list_t send_queue;        /* mca_btl_devmem_frag_t, in wire order */

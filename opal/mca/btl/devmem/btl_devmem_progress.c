@@ -1,5 +1,6 @@
 /* Yield the CPU when our connections have been quiet for a while: see btl_devmem_progress.h. */
 #include "btl_devmem_progress.h"
+#include "btl_devmem_watch.h"
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -57,16 +58,17 @@ static uint64_t now_ns(void)
 int mca_btl_devmem_progress(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    int ran = mca_btl_devmem_watch_poll();
     uint64_t now;
 
     /* nothing of ours to wait for, or Open MPI yields on every idle call already */
     if (c->idle_yield_us < 0 || live_conns <= 0 || opal_progress_yield_when_idle) {
-        return 0;
+        return ran;
     }
     if (c->activity != seen_activity) {
         seen_activity = c->activity;
         quiet_since_ns = 0;
-        return 0;
+        return ran;
     }
     now = now_ns();
     if (0 == quiet_since_ns) {
@@ -76,5 +78,5 @@ int mca_btl_devmem_progress(void)
         (void) sched_yield();
         c->stats.idle_yields++;
     }
-    return 0;
+    return ran;
 }

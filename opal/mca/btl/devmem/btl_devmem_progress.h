@@ -32,7 +32,8 @@ static inline void mca_btl_devmem_progress_activity(void)
 void mca_btl_devmem_progress_conn_up(void);
 void mca_btl_devmem_progress_conn_down(void);
 
-/* The component's btl_progress: registered by the BML, run at every opal_progress. */
+/* The component's btl_progress: registered by the BML, run at every opal_progress. Polls
+ * our sockets (btl_devmem_watch.h), then yields as above. */
 int mca_btl_devmem_progress(void);
 
 END_C_DECLS

@@ -1,0 +1,64 @@
+/*
+ * Readiness of our sockets, polled straight from the component's progress function.
+ *
+ * Open MPI drives libevent (its poll backend) at every opal_progress only while some
+ * component counts itself an event user; the TCP BTL does, so a waiting rank pays a poll()
+ * over every registered descriptor plus libevent's dispatch on each turn of the progress
+ * loop. Ours keeps every socket it owns (listen sockets, handshakes, connections, device
+ * flows) in one epoll set of its own: a progress turn with nothing to do costs one
+ * epoll_wait, and a message is handed to its callback without libevent in between. The
+ * set's own descriptor sits in libevent too, so that Open MPI's periodic event tick still
+ * serves it where our progress function is not called (before the BML registers it).
+ *
+ * Timers stay in libevent: none of ours needs better than its 10 ms tick.
+ * Level-triggered, like libevent's descriptors: a callback may stop before EAGAIN.
+ */
+#ifndef MCA_BTL_DEVMEM_WATCH_H
+#define MCA_BTL_DEVMEM_WATCH_H
+
+#include "opal_config.h"
+
+#include "opal/mca/event/event.h"
+
+BEGIN_C_DECLS
+
+/* flags: OPAL_EV_READ and/or OPAL_EV_WRITE, as with libevent (an error or hangup on the
+ * socket reports both, restricted to what the watch asked for) */
+typedef void (*mca_btl_devmem_watch_cb_t)(int fd, short flags, void *arg);
+
+typedef struct mca_btl_devmem_watch {
+    int fd;
+    short want; /* OPAL_EV_READ | OPAL_EV_WRITE now in the set; 0: not in it */
+    mca_btl_devmem_watch_cb_t cb;
+    void *arg;
+} mca_btl_devmem_watch_t;
+
+/* The set itself, for the component's open and close. 0 or -errno. */
+int mca_btl_devmem_watch_open(void);
+void mca_btl_devmem_watch_close(void);
+
+/* A watch for fd, not yet in the set. */
+void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem_watch_cb_t cb,
+                               void *arg);
+
+/* What to be told about from now on (0: nothing, the watch leaves the set; call that before
+ * closing fd or freeing w). 0 or -errno. */
+int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want);
+
+static inline int mca_btl_devmem_watch_add(mca_btl_devmem_watch_t *w, short flags)
+{
+    return mca_btl_devmem_watch_set(w, (short) (w->want | flags));
+}
+
+static inline int mca_btl_devmem_watch_del(mca_btl_devmem_watch_t *w, short flags)
+{
+    return mca_btl_devmem_watch_set(w, (short) (w->want & ~flags));
+}
+
+/* Run the callbacks of the ready watches; the number run. One thread at a time: a caller
+ * that finds another thread (or itself, re-entered from a callback) polling gets 0. */
+int mca_btl_devmem_watch_poll(void);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_WATCH_H */
