@@ -87,6 +87,7 @@ struct mca_btl_devmem_stats {
     uint64_t dev_staged;      /* device-memory bytes copied through host memory */
     uint64_t gets_inflight_max; /* most gets outstanding on one device flow */
     uint64_t idle_yields;     /* CPU given away while our connections were quiet */
+    uint64_t idle_blocks;     /* sleeps in epoll_wait on a shared core (progress.c) */
 };
 
 typedef struct mca_btl_devmem_component_t {
@@ -121,6 +122,7 @@ typedef struct mca_btl_devmem_component_t {
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */
     int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
+    int idle_block_us;      /* longest sleep of a waiting rank on a shared core, 0: none */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */

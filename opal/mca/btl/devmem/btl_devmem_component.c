@@ -257,6 +257,15 @@ static int component_register(void)
             "once when quiet, -1: never (spin like the TCP BTL). Off with mpi_yield_when_idle, "
             "which yields always",
             OPAL_INFO_LVL_5, &c->idle_yield_us);
+    c->idle_block_us = 1000;
+    reg_int("idle_block_us",
+            "Once a yield shows that another task runs on this rank's core (typically the "
+            "peer it waits for), the waiting rank sleeps in epoll_wait until one of its "
+            "sockets is ready, for at most this many microseconds at a time, rather than spin "
+            "and yield; what other components (e.g. shared memory) deliver meanwhile waits "
+            "that long at most. Only inside a wait loop, never in a lone MPI_Test. 0: never "
+            "sleep, only yield",
+            OPAL_INFO_LVL_5, &c->idle_block_us);
     c->write_chunk = -1;
     reg_int("write_chunk",
             "Most bytes handed to the kernel in one send call; 0: no limit; -1: 512 KiB on "
@@ -439,14 +448,15 @@ void mca_btl_devmem_print_stats(void)
                 " tokens_returned=%" PRIu64 " dontneed_calls=%" PRIu64 " fallbacks=%" PRIu64
                 " devflows=%" PRIu64 " devflow_gets=%" PRIu64 " rx_pool_full=%" PRIu64
                 " emul_pool_limited=%" PRIu64 " get_dmabuf=%" PRIu64 " gather_calls=%" PRIu64
-                " dev_staged=%" PRIu64 " gets_inflight_max=%" PRIu64 " idle_yields=%" PRIu64,
+                " dev_staged=%" PRIu64 " gets_inflight_max=%" PRIu64 " idle_yields=%" PRIu64
+                " idle_blocks=%" PRIu64,
                 (unsigned) me->proc_name.vpid, s->tx_host, s->rx_host, s->tx_frags, s->rx_frags,
                 s->get_host, s->put_host, s->conn_made, s->conn_refused, s->conn_failed,
                 s->proto_errors, s->writev_calls, s->recv_calls, devmem_modules, s->tx_devmem,
                 s->rx_dmabuf, s->rx_linear, s->tokens_received, s->tokens_returned,
                 s->dontneed_calls, s->fallbacks, s->devflows, s->devflow_gets,
                 s->rx_pool_full, es.recv_pool_limited, s->get_dmabuf, s->gather_calls,
-                s->dev_staged, s->gets_inflight_max, s->idle_yields);
+                s->dev_staged, s->gets_inflight_max, s->idle_yields, s->idle_blocks);
 }
 
 /* ---------------------------------------------------------------- accepting */

@@ -1,4 +1,4 @@
-/* Yield the CPU when our connections have been quiet for a while: see btl_devmem_progress.h. */
+/* Give the core away when our connections are quiet and it is shared: see btl_devmem_progress.h. */
 #include "btl_devmem_progress.h"
 #include "btl_devmem_watch.h"
 
@@ -55,6 +55,61 @@ static uint64_t now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/*
+ * Whether our core is shared with a task that runs: a yield of ours that kept us off the core
+ * for HANDED_OVER_NS or more let somebody else run there (a no-op yield takes well under a
+ * microsecond). Typically the peer we wait for, pinned to our core: then every microsecond we
+ * spin, or hold the core between yields, delays the answer. Such a rank sleeps in epoll_wait
+ * instead, which hands over the core at once and wakes us when a socket of ours is ready. It
+ * expires after SHARED_NS; the yields that follow renew it while the sharing lasts.
+ */
+#define HANDED_OVER_NS 20000ull
+#define SHARED_NS 200000000ull
+#define HANDOVERS_SHARED 2
+static uint64_t shared_until_ns;
+static int handovers; /* yields in a row that handed the core over */
+/* the last quiet call: a wait loop calls back to back, MPI_Test between computations not */
+#define BACK_TO_BACK_NS 10000ull
+static uint64_t last_quiet_call_ns;
+
+/* A rank the scheduler may move elsewhere shares a core only until it does: there, a sleep
+ * costs the wake-up (twice the latency, measured) and spinning wins. */
+static bool bound_to_one_cpu(void)
+{
+    cpu_set_t set;
+
+    return 0 == sched_getaffinity(0, sizeof(set), &set) && 1 == CPU_COUNT(&set);
+}
+
+static int idle(mca_btl_devmem_component_t *c, uint64_t now)
+{
+    bool in_wait_loop = now - last_quiet_call_ns < BACK_TO_BACK_NS;
+    int ran = 0;
+
+    last_quiet_call_ns = now;
+    if (now < shared_until_ns && c->idle_block_us > 0) {
+        if (in_wait_loop) {
+            ran = mca_btl_devmem_watch_wait(c->idle_block_us);
+            c->stats.idle_blocks++;
+            last_quiet_call_ns = now_ns(); /* the next call is back to back again */
+        }
+        return ran;
+    }
+    if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u && core_contended(now)) {
+        uint64_t back;
+
+        (void) sched_yield();
+        c->stats.idle_yields++;
+        back = now_ns();
+        handovers = back - now >= HANDED_OVER_NS ? handovers + 1 : 0;
+        if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu()) {
+            shared_until_ns = back + SHARED_NS;
+        }
+        last_quiet_call_ns = back;
+    }
+    return ran;
+}
+
 int mca_btl_devmem_progress(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -74,9 +129,5 @@ int mca_btl_devmem_progress(void)
     if (0 == quiet_since_ns) {
         quiet_since_ns = now;
     }
-    if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u && core_contended(now)) {
-        (void) sched_yield();
-        c->stats.idle_yields++;
-    }
-    return ran;
+    return ran + idle(c, now);
 }

@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCH_BATCH 32
@@ -83,14 +85,34 @@ int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
     return 0;
 }
 
-int mca_btl_devmem_watch_poll(void)
+/* epoll_wait with a timeout in microseconds (0: do not wait) */
+static int wait_ready(int timeout_us)
+{
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+    static bool no_pwait2; /* kernel < 5.11 (or valgrind < 3.20, which lacks it) */
+
+    if (timeout_us > 0 && !no_pwait2) {
+        struct timespec ts = {timeout_us / 1000000, (long) (timeout_us % 1000000) * 1000};
+        int n = epoll_pwait2(set_fd, batch, WATCH_BATCH, &ts, NULL);
+
+        if (n >= 0 || ENOSYS != errno) {
+            return n;
+        }
+        no_pwait2 = true;
+    }
+#endif
+    /* whole milliseconds, rounded up */
+    return epoll_wait(set_fd, batch, WATCH_BATCH, (timeout_us + 999) / 1000);
+}
+
+static int dispatch(int timeout_us)
 {
     int ran = 0, n;
 
     if (set_fd < 0 || atomic_flag_test_and_set_explicit(&polling, memory_order_acquire)) {
         return 0;
     }
-    n = epoll_wait(set_fd, batch, WATCH_BATCH, 0);
+    n = wait_ready(timeout_us);
     batch_len = n > 0 ? n : 0;
     for (batch_next = 0; batch_next < batch_len;) {
         struct epoll_event *ev = &batch[batch_next++];
@@ -116,4 +138,14 @@ int mca_btl_devmem_watch_poll(void)
     batch_len = batch_next = 0;
     atomic_flag_clear_explicit(&polling, memory_order_release);
     return ran;
+}
+
+int mca_btl_devmem_watch_poll(void)
+{
+    return dispatch(0);
+}
+
+int mca_btl_devmem_watch_wait(int timeout_us)
+{
+    return dispatch(timeout_us);
 }

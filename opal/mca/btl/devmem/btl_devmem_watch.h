@@ -59,6 +59,9 @@ static inline int mca_btl_devmem_watch_del(mca_btl_devmem_watch_t *w, short flag
  * that finds another thread (or itself, re-entered from a callback) polling gets 0. */
 int mca_btl_devmem_watch_poll(void);
 
+/* The same, but sleep up to timeout_us for something to become ready. */
+int mca_btl_devmem_watch_wait(int timeout_us);
+
 END_C_DECLS
 
 #endif /* MCA_BTL_DEVMEM_WATCH_H */
