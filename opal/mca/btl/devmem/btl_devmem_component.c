@@ -266,6 +266,13 @@ static int component_register(void)
             "that long at most. Only inside a wait loop, never in a lone MPI_Test. 0: never "
             "sleep, only yield",
             OPAL_INFO_LVL_5, &c->idle_block_us);
+    c->poll_max = 16;
+    reg_int("poll_max",
+            "Most sockets the component polls with poll(); past that many (peers, links and "
+            "device flows together) it moves them all into an epoll set, whose idle turn costs "
+            "the same for any number of sockets but whose standing registration makes every "
+            "arriving packet wake it. 0: epoll from the start",
+            OPAL_INFO_LVL_9, &c->poll_max);
     c->write_chunk = -1;
     reg_int("write_chunk",
             "Most bytes handed to the kernel in one send call; 0: no limit; -1: 512 KiB on "
@@ -727,8 +734,8 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
     if (OPAL_SUCCESS == rc) {
         rc = mca_btl_devmem_fault_init();
     }
-    if (OPAL_SUCCESS == rc && 0 != (rc = mca_btl_devmem_watch_open())) {
-        opal_output(0, "btl:devmem: cannot make an epoll set: %s", strerror(-rc));
+    if (OPAL_SUCCESS == rc && 0 != (rc = mca_btl_devmem_watch_open(c->poll_max))) {
+        opal_output(0, "btl:devmem: cannot watch sockets: %s", strerror(-rc));
         rc = OPAL_ERROR;
     }
     if (OPAL_SUCCESS != rc || OPAL_SUCCESS != (rc = create_modules())

@@ -1,48 +1,124 @@
-/* Our sockets' readiness in one epoll set: see btl_devmem_watch.h. */
+/* Our sockets' readiness, polled from our progress function: see btl_devmem_watch.h. */
 #include "btl_devmem_watch.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
-#define WATCH_BATCH 32
+#define EPOLL_BATCH 32
+#define TICK_US 1000 /* the libevent fallback's period (libevent itself runs every 10 ms) */
 
-static int set_fd = -1;
-static opal_event_t set_event; /* the set in libevent, for Open MPI's periodic tick */
-static atomic_flag polling = ATOMIC_FLAG_INIT;
-
-/* The batch being dispatched: a watch that leaves the set is struck out of it, so that a
- * callback may close another connection (and free its watch) that is also ready. */
-static struct epoll_event batch[WATCH_BATCH];
+/* Every watch in the set, and for the poll backend its pollfd at the same index. A watch
+ * that leaves the set while a dispatch runs leaves a hole (NULL, fd -1) that is closed
+ * once the dispatch is over, so that a callback may close another connection (and free its
+ * watch) that is also ready. */
+static mca_btl_devmem_watch_t **watches;
+static struct pollfd *pfds;
+static int count, cap, holes;
+static int poll_max_sockets = 16;
+static int ep_fd = -1; /* the epoll backend, once more than poll_max_sockets are watched */
+static struct epoll_event batch[EPOLL_BATCH];
 static int batch_len, batch_next;
+static bool dispatching;
+static atomic_flag polling = ATOMIC_FLAG_INIT;
+static bool opened;
+static opal_event_t tick; /* serves the set where our progress function is not called */
 
-static void set_cb(int fd, short flags, void *arg)
+static short poll_events(short want)
+{
+    return (short) (((want & OPAL_EV_READ) ? POLLIN : 0) | ((want & OPAL_EV_WRITE) ? POLLOUT : 0));
+}
+
+static int epoll_add(mca_btl_devmem_watch_t *w, int op)
+{
+    struct epoll_event ev = {0};
+
+    ev.events = ((w->want & OPAL_EV_READ) ? EPOLLIN : 0)
+                | ((w->want & OPAL_EV_WRITE) ? EPOLLOUT : 0);
+    ev.data.ptr = w;
+    return 0 == epoll_ctl(ep_fd, op, w->fd, &ev) ? 0 : -errno;
+}
+
+/* Past poll_max sockets a poll() over all of them costs more per turn than epoll's wake-up
+ * per packet: move everything into an epoll set, for good. */
+static int switch_to_epoll(void)
+{
+    int rc = 0;
+
+    ep_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (ep_fd < 0) {
+        return -errno;
+    }
+    for (int i = 0; i < count && 0 == rc; i++) {
+        if (NULL != watches[i]) {
+            rc = epoll_add(watches[i], EPOLL_CTL_ADD);
+        }
+    }
+    if (0 != rc) {
+        close(ep_fd);
+        ep_fd = -1;
+    }
+    return rc;
+}
+
+static void close_holes(void)
+{
+    int j = 0;
+
+    for (int i = 0; i < count; i++) {
+        if (NULL != watches[i]) {
+            watches[j] = watches[i];
+            pfds[j] = pfds[i];
+            watches[j]->slot = j;
+            j++;
+        }
+    }
+    count = j;
+    holes = 0;
+}
+
+static void tick_cb(int fd, short flags, void *arg)
 {
     (void) mca_btl_devmem_watch_poll();
 }
 
-int mca_btl_devmem_watch_open(void)
+int mca_btl_devmem_watch_open(int poll_max)
 {
-    set_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (set_fd < 0) {
-        return -errno;
+    struct timeval every = {0, TICK_US};
+
+    poll_max_sockets = poll_max;
+    if (poll_max_sockets <= 0) {
+        int rc = switch_to_epoll();
+        if (0 != rc) {
+            return rc;
+        }
     }
-    opal_event_set(opal_sync_event_base, &set_event, set_fd, OPAL_EV_READ | OPAL_EV_PERSIST,
-                   set_cb, NULL);
-    opal_event_add(&set_event, 0);
+    opal_event_set(opal_sync_event_base, &tick, -1, OPAL_EV_PERSIST, tick_cb, NULL);
+    opal_event_add(&tick, &every);
+    opened = true;
     return 0;
 }
 
 void mca_btl_devmem_watch_close(void)
 {
-    if (set_fd >= 0) {
-        opal_event_del(&set_event);
-        close(set_fd);
-        set_fd = -1;
+    if (opened) {
+        opal_event_del(&tick);
+        opened = false;
     }
+    if (ep_fd >= 0) {
+        close(ep_fd);
+        ep_fd = -1;
+    }
+    free(watches);
+    free(pfds);
+    watches = NULL;
+    pfds = NULL;
+    count = cap = holes = 0;
 }
 
 void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem_watch_cb_t cb,
@@ -50,92 +126,175 @@ void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem
 {
     w->fd = fd;
     w->want = 0;
+    w->slot = -1;
     w->cb = cb;
     w->arg = arg;
 }
 
-int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
+static int join(mca_btl_devmem_watch_t *w)
 {
-    struct epoll_event ev = {0};
-    int op;
+    if (count == cap) {
+        int ncap = cap > 0 ? 2 * cap : 16;
+        void *nw = realloc(watches, ncap * sizeof(*watches)), *np;
 
-    if (want == w->want) {
-        return 0;
-    }
-    if (0 == want) {
-        op = EPOLL_CTL_DEL;
-        for (int i = batch_next; i < batch_len; i++) {
-            if (batch[i].data.ptr == w) {
-                batch[i].data.ptr = NULL;
-            }
+        if (NULL == nw) {
+            return -ENOMEM;
         }
-    } else {
-        op = 0 == w->want ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
-        ev.events = ((want & OPAL_EV_READ) ? EPOLLIN : 0) | ((want & OPAL_EV_WRITE) ? EPOLLOUT : 0);
-        ev.data.ptr = w;
-    }
-    if (set_fd < 0 || 0 != epoll_ctl(set_fd, op, w->fd, &ev)) {
-        int err = set_fd < 0 ? EBADF : errno;
-        if (EPOLL_CTL_DEL == op) {
-            w->want = 0; /* gone from the set either way (a closed fd leaves by itself) */
+        watches = nw;
+        if (NULL == (np = realloc(pfds, ncap * sizeof(*pfds)))) {
+            return -ENOMEM;
         }
-        return -err;
+        pfds = np;
+        cap = ncap;
     }
-    w->want = want;
+    w->slot = count;
+    watches[count] = w;
+    pfds[count].fd = w->fd;
+    pfds[count].events = poll_events(w->want);
+    pfds[count].revents = 0;
+    count++;
     return 0;
 }
 
-/* epoll_wait with a timeout in microseconds (0: do not wait) */
-static int wait_ready(int timeout_us)
+static void leave(mca_btl_devmem_watch_t *w)
 {
+    int i = w->slot;
+
+    w->slot = -1;
+    watches[i] = NULL;
+    pfds[i].fd = -1;
+    holes++;
+    if (!dispatching) {
+        close_holes();
+    }
+    for (int b = batch_next; b < batch_len; b++) {
+        if (batch[b].data.ptr == w) {
+            batch[b].data.ptr = NULL;
+        }
+    }
+}
+
+int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
+{
+    short had = w->want;
+    int rc = 0;
+
+    if (want == had) {
+        return 0;
+    }
+    if (!opened) { /* the set is gone (component closed): nothing left to leave */
+        w->want = 0;
+        w->slot = -1;
+        return 0 == want ? 0 : -EBADF;
+    }
+    w->want = want;
+    if (0 == want) {
+        if (ep_fd >= 0) {
+            (void) epoll_ctl(ep_fd, EPOLL_CTL_DEL, w->fd, NULL); /* a closed fd left by itself */
+        }
+        leave(w);
+        return 0;
+    }
+    if (0 == had) {
+        rc = join(w);
+    } else {
+        pfds[w->slot].events = poll_events(want);
+    }
+    if (0 == rc && ep_fd >= 0) {
+        rc = epoll_add(w, 0 == had ? EPOLL_CTL_ADD : EPOLL_CTL_MOD);
+    } else if (0 == rc && ep_fd < 0 && count - holes > poll_max_sockets) {
+        rc = switch_to_epoll();
+    }
+    if (0 != rc) {
+        if (w->slot >= 0) {
+            leave(w);
+        }
+        w->want = 0;
+    }
+    return rc;
+}
+
+/* One ready watch: its callback, told what it asked for (an error or a hangup wakes both
+ * directions, as libevent does). Returns 1 when the callback ran. */
+static int fire(mca_btl_devmem_watch_t *w, bool in, bool out, bool err)
+{
+    short flags = (short) (((in || err) ? OPAL_EV_READ : 0) | ((out || err) ? OPAL_EV_WRITE : 0));
+
+    flags &= w->want;
+    if (0 == flags) {
+        return 0;
+    }
+    w->cb(w->fd, flags, w->arg);
+    return 1;
+}
+
+static int dispatch_epoll(int timeout_us)
+{
+    int n = -1, ran = 0;
+
 #if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
     static bool no_pwait2; /* kernel < 5.11 (or valgrind < 3.20, which lacks it) */
 
     if (timeout_us > 0 && !no_pwait2) {
         struct timespec ts = {timeout_us / 1000000, (long) (timeout_us % 1000000) * 1000};
-        int n = epoll_pwait2(set_fd, batch, WATCH_BATCH, &ts, NULL);
 
-        if (n >= 0 || ENOSYS != errno) {
-            return n;
-        }
-        no_pwait2 = true;
+        n = epoll_pwait2(ep_fd, batch, EPOLL_BATCH, &ts, NULL);
+        no_pwait2 = n < 0 && ENOSYS == errno;
     }
+    if (timeout_us <= 0 || no_pwait2)
 #endif
-    /* whole milliseconds, rounded up */
-    return epoll_wait(set_fd, batch, WATCH_BATCH, (timeout_us + 999) / 1000);
+    {
+        /* whole milliseconds, rounded up */
+        n = epoll_wait(ep_fd, batch, EPOLL_BATCH, (timeout_us + 999) / 1000);
+    }
+    batch_len = n > 0 ? n : 0;
+    for (batch_next = 0; batch_next < batch_len;) {
+        struct epoll_event *ev = &batch[batch_next++];
+
+        if (NULL != ev->data.ptr) { /* NULL: left the set while this batch ran */
+            ran += fire(ev->data.ptr, ev->events & (EPOLLIN | EPOLLRDHUP), ev->events & EPOLLOUT,
+                        ev->events & (EPOLLERR | EPOLLHUP));
+        }
+    }
+    batch_len = batch_next = 0;
+    return ran;
+}
+
+static int dispatch_poll(int timeout_us)
+{
+    struct timespec ts = {timeout_us / 1000000, (long) (timeout_us % 1000000) * 1000};
+    int n = count, ran = 0;
+
+    /* a zero timeout registers no wait-queue entry: the sender's wake-up per packet, which a
+     * standing epoll registration costs, is paid only while we really sleep */
+    if (ppoll(pfds, (nfds_t) n, &ts, NULL) <= 0) {
+        return 0;
+    }
+    for (int i = 0; i < n; i++) {
+        short re = pfds[i].revents;
+
+        if (0 != re && NULL != watches[i]) {
+            pfds[i].revents = 0;
+            ran += fire(watches[i], re & (POLLIN | POLLRDHUP), re & POLLOUT,
+                        re & (POLLERR | POLLHUP | POLLNVAL));
+        }
+    }
+    return ran;
 }
 
 static int dispatch(int timeout_us)
 {
-    int ran = 0, n;
+    int ran;
 
-    if (set_fd < 0 || atomic_flag_test_and_set_explicit(&polling, memory_order_acquire)) {
+    if (!opened || atomic_flag_test_and_set_explicit(&polling, memory_order_acquire)) {
         return 0;
     }
-    n = wait_ready(timeout_us);
-    batch_len = n > 0 ? n : 0;
-    for (batch_next = 0; batch_next < batch_len;) {
-        struct epoll_event *ev = &batch[batch_next++];
-        mca_btl_devmem_watch_t *w = ev->data.ptr;
-        short flags = 0;
-
-        if (NULL == w) {
-            continue; /* left the set while this batch ran */
-        }
-        /* like libevent: an error or hangup wakes both directions, as far as wanted */
-        if (ev->events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-            flags |= OPAL_EV_READ;
-        }
-        if (ev->events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
-            flags |= OPAL_EV_WRITE;
-        }
-        flags &= w->want;
-        if (0 != flags) {
-            w->cb(w->fd, flags, w->arg);
-            ran++;
-        }
+    dispatching = true;
+    ran = ep_fd >= 0 ? dispatch_epoll(timeout_us) : dispatch_poll(timeout_us);
+    dispatching = false;
+    if (holes > 0) {
+        close_holes();
     }
-    batch_len = batch_next = 0;
     atomic_flag_clear_explicit(&polling, memory_order_release);
     return ran;
 }

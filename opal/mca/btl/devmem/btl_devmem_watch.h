@@ -2,16 +2,23 @@
  * Readiness of our sockets, polled straight from the component's progress function.
  *
  * Open MPI drives libevent (its poll backend) at every opal_progress only while some
- * component counts itself an event user; the TCP BTL does, so a waiting rank pays a poll()
- * over every registered descriptor plus libevent's dispatch on each turn of the progress
- * loop. Ours keeps every socket it owns (listen sockets, handshakes, connections, device
- * flows) in one epoll set of its own: a progress turn with nothing to do costs one
- * epoll_wait, and a message is handed to its callback without libevent in between. The
- * set's own descriptor sits in libevent too, so that Open MPI's periodic event tick still
- * serves it where our progress function is not called (before the BML registers it).
+ * component counts itself an event user; the TCP BTL does, so a waiting rank pays libevent's
+ * poll() and dispatch on each turn of the progress loop. Ours polls every socket it owns
+ * (listen sockets, handshakes, connections, device flows) itself and hands a message to its
+ * callback without libevent in between.
+ *
+ * Two backends behind one set. Up to btl_devmem_poll_max sockets: poll() with a zero
+ * timeout, which leaves no wait-queue entry on the sockets (a standing epoll registration
+ * makes the sender pay a wake-up for every packet: 5-10 % of the small-message bandwidth on
+ * loopback, measured). Beyond that, for good: one epoll set, whose idle turn costs one
+ * epoll_wait whatever the number of peers. A libevent timer serves the set where our
+ * progress function is not called (before the BML registers it).
  *
  * Timers stay in libevent: none of ours needs better than its 10 ms tick.
  * Level-triggered, like libevent's descriptors: a callback may stop before EAGAIN.
+ * Threads: one dispatches at a time (a try-lock); a watch that leaves the set while another
+ * thread dispatches is not struck out of that thread's batch. Like the endpoint's receive
+ * path (in_recv), this assumes the progress path is not driven from two threads at once.
  */
 #ifndef MCA_BTL_DEVMEM_WATCH_H
 #define MCA_BTL_DEVMEM_WATCH_H
@@ -29,15 +36,17 @@ typedef void (*mca_btl_devmem_watch_cb_t)(int fd, short flags, void *arg);
 typedef struct mca_btl_devmem_watch {
     int fd;
     short want; /* OPAL_EV_READ | OPAL_EV_WRITE now in the set; 0: not in it */
+    int slot;   /* its place in the set, -1: none */
     mca_btl_devmem_watch_cb_t cb;
     void *arg;
 } mca_btl_devmem_watch_t;
 
-/* The set itself, for the component's open and close. 0 or -errno. */
-int mca_btl_devmem_watch_open(void);
+/* The set itself, for the component's open and close; poll_max: sockets polled with poll()
+ * before the set moves to epoll (0: epoll from the start). 0 or -errno. */
+int mca_btl_devmem_watch_open(int poll_max);
 void mca_btl_devmem_watch_close(void);
 
-/* A watch for fd, not yet in the set. */
+/* A watch for fd, not yet in the set (never re-initialize one that is in it). */
 void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem_watch_cb_t cb,
                                void *arg);
 
