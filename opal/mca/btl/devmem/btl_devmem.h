@@ -87,7 +87,7 @@ struct mca_btl_devmem_stats {
     uint64_t dev_staged;      /* device-memory bytes copied through host memory */
     uint64_t gets_inflight_max; /* most gets outstanding on one device flow */
     uint64_t idle_yields;     /* CPU given away while our connections were quiet */
-    uint64_t idle_blocks;     /* sleeps in epoll_wait on a shared core (progress.c) */
+    uint64_t idle_blocks;     /* sleeps on our sockets on a shared core (progress.c) */
 };
 
 typedef struct mca_btl_devmem_component_t {

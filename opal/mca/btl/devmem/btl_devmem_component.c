@@ -260,8 +260,8 @@ static int component_register(void)
     c->idle_block_us = 1000;
     reg_int("idle_block_us",
             "Once a yield shows that another task runs on this rank's core (typically the "
-            "peer it waits for), the waiting rank sleeps in epoll_wait until one of its "
-            "sockets is ready, for at most this many microseconds at a time, rather than spin "
+            "peer it waits for), the waiting rank sleeps until one of its sockets is "
+            "ready, for at most this many microseconds at a time, rather than spin "
             "and yield; what other components (e.g. shared memory) deliver meanwhile waits "
             "that long at most. Only inside a wait loop, never in a lone MPI_Test. 0: never "
             "sleep, only yield",

@@ -85,7 +85,6 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
                    (unsigned) ntohs(local.sin_port));
 }
 
-
 /* A devmem TX send completed (in order): count its bytes against the frag it carried. */
 static void tx_released(void *ctx, uint64_t cookie, size_t bytes)
 {

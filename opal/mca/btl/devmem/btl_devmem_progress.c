@@ -1,4 +1,4 @@
-/* Give the core away when our connections are quiet and it is shared: see btl_devmem_progress.h. */
+/* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
 #include "btl_devmem_progress.h"
 #include "btl_devmem_watch.h"
 
@@ -59,8 +59,8 @@ static uint64_t now_ns(void)
  * Whether our core is shared with a task that runs: a yield of ours that kept us off the core
  * for HANDED_OVER_NS or more let somebody else run there (a no-op yield takes well under a
  * microsecond). Typically the peer we wait for, pinned to our core: then every microsecond we
- * spin, or hold the core between yields, delays the answer. Such a rank sleeps in epoll_wait
- * instead, which hands over the core at once and wakes us when a socket of ours is ready. It
+ * spin, or hold the core between yields, delays the answer. Such a rank sleeps on its sockets
+ * instead, which hands over the core at once and wakes us when one of them is ready. It
  * expires after SHARED_NS; the yields that follow renew it while the sharing lasts.
  */
 #define HANDED_OVER_NS 20000ull

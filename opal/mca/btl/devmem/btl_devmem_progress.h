@@ -17,7 +17,7 @@
  *
  * A rank bound to one CPU whose yields keep handing the core over (two in a row that kept it
  * away 20 us or more) shares that core with a task that runs: most likely the peer it waits
- * for. For the next 200 ms it sleeps in epoll_wait on its sockets as soon as it is quiet, for
+ * for. For the next 200 ms it sleeps on its sockets (poll or epoll) as soon as it is quiet, for
  * at most btl_devmem_idle_block_us, instead of spinning and yielding: the peer gets the core at
  * once and the answer wakes us (pinned 1+1 ranks over a veth: 8 B in 19 us instead of 29). A
  * rank the scheduler may move stays with yields: there the wake-up of a sleeper cost twice the
