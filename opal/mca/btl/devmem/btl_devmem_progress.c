@@ -113,7 +113,9 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
 int mca_btl_devmem_progress(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    int ran = mca_btl_devmem_watch_poll();
+    /* with no connection of ours (say every peer on shared memory), a syscall per progress
+     * call would only slow the others: the 10 ms tick serves listen sockets, as libevent did */
+    int ran = live_conns > 0 ? mca_btl_devmem_watch_poll() : 0;
     uint64_t now;
 
     /* nothing of ours to wait for, or Open MPI yields on every idle call already */

@@ -12,7 +12,9 @@
  * makes the sender pay a wake-up for every packet: 5-10 % of the small-message bandwidth on
  * loopback, measured). Beyond that, for good: one epoll set, whose idle turn costs one
  * epoll_wait whatever the number of peers. A libevent timer serves the set where our
- * progress function is not called (before the BML registers it).
+ * progress function does not poll it: before the BML registers it, and while no connection
+ * of ours is open (listen sockets and handshakes then wait for Open MPI's 10 ms tick, as
+ * they did in libevent, and ranks that talk only over shared memory pay nothing).
  *
  * Timers stay in libevent: none of ours needs better than its 10 ms tick.
  * Level-triggered, like libevent's descriptors: a callback may stop before EAGAIN.
