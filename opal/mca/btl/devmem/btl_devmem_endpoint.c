@@ -46,7 +46,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->peer = NULL;
     ep->state = MCA_BTL_DEVMEM_EP_CLOSED;
     ep->sd = -1;
-    ep->events_counted = false;
+    ep->conn_counted = false;
     mca_btl_devmem_watch_init(&ep->watch, -1, ep_cb, ep);
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
@@ -100,13 +100,13 @@ static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
 
 /* ---------------------------------------------------------------- events */
 
-static void events_attach(mca_btl_devmem_endpoint_t *ep, int sd)
+static void socket_attach(mca_btl_devmem_endpoint_t *ep, int sd)
 {
     ep->sd = sd;
     mca_btl_devmem_watch_init(&ep->watch, sd, ep_cb, ep);
-    if (!ep->events_counted) {
+    if (!ep->conn_counted) {
         mca_btl_devmem_progress_conn_up();
-        ep->events_counted = true;
+        ep->conn_counted = true;
     }
 }
 
@@ -127,9 +127,9 @@ static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 static void socket_close(mca_btl_devmem_endpoint_t *ep)
 {
     (void) mca_btl_devmem_watch_set(&ep->watch, 0);
-    if (ep->events_counted) {
+    if (ep->conn_counted) {
         mca_btl_devmem_progress_conn_down();
-        ep->events_counted = false;
+        ep->conn_counted = false;
     }
     if (ep->sd >= 0) {
         close(ep->sd);
@@ -463,7 +463,7 @@ static int start_connect(mca_btl_devmem_endpoint_t *ep)
         close(sd);
         return -err;
     }
-    events_attach(ep, sd);
+    socket_attach(ep, sd);
     ep->state = MCA_BTL_DEVMEM_EP_CONNECTING;
     return send_event_set(ep, true); /* writable = connect finished */
 }
@@ -656,7 +656,7 @@ int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
         close(sd);
         return rc < 0 ? rc : status;
     }
-    events_attach(ep, sd);
+    socket_attach(ep, sd);
     rc = start_connected(ep, hello->frag_limit);
     return rc < 0 ? rc : status;
 }

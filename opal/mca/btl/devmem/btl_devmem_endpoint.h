@@ -35,7 +35,7 @@ struct mca_btl_base_endpoint_t {
     enum mca_btl_devmem_ep_state state;
     int sd;
     opal_mutex_t lock;             /* state and send queue */
-    bool events_counted;           /* counted among the live connections (progress.c) */
+    bool conn_counted;             /* counted among the live connections (progress.c) */
     mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
 
     /* send side */

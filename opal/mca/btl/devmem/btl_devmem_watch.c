@@ -274,7 +274,6 @@ static int dispatch_poll(int timeout_us)
         short re = pfds[i].revents;
 
         if (0 != re && NULL != watches[i]) {
-            pfds[i].revents = 0;
             ran += fire(watches[i], re & (POLLIN | POLLRDHUP), re & POLLOUT,
                         re & (POLLERR | POLLHUP | POLLNVAL));
         }
