@@ -9,6 +9,15 @@ DEVMEM_BUILD=${DEVMEM_BUILD:-$DEVMEM_SRC/build}
 DEVMEM_PREFIX=${DEVMEM_PREFIX:-$DEVMEM_BUILD/install}
 export DEVMEM_SRC DEVMEM_BUILD DEVMEM_PREFIX
 
+# The Open MPI the build was configured for (configure --with-ompi=PREFIX, or the one on PATH
+# then): its mpirun, ompi_info and mpicc come first.
+_devmem_mpicc=$(sed -n 's/^MPICC = //p' "$DEVMEM_BUILD/Makefile" 2>/dev/null)
+if [ -n "$_devmem_mpicc" ] && [ -x "$_devmem_mpicc" ]; then
+    PATH=$(dirname "$_devmem_mpicc"):$PATH
+    export PATH
+fi
+unset _devmem_mpicc
+
 # Setting the component path replaces Open MPI's default, so keep its own directory in it.
 DEVMEM_OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
 # Only name our directory when it exists: Open MPI 4.1.4 mis-parses the whole command line

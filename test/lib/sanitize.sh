@@ -19,10 +19,20 @@ devmem_sanitize_build() {
     mkdir -p "$DEVMEM_SAN_BUILD"
     log=$DEVMEM_SAN_BUILD/build.log
     if [ ! -f "$DEVMEM_SAN_BUILD/Makefile" ]; then
-        echo "sanitize: configuring $DEVMEM_SAN_BUILD (clang, -fsanitize=address,undefined)"
+        # the same Open MPI as the main build (and its missing headers' source, its PMIx)
+        local main_args=() ompi_args=() a
+        if [ -x "$DEVMEM_BUILD/config.status" ]; then
+            eval "main_args=($("$DEVMEM_BUILD/config.status" --config))"
+        fi
+        for a in "${main_args[@]}"; do
+            case "$a" in --with-ompi=* | --with-ompi-src=* | --with-pmix=*) ompi_args+=("$a") ;; esac
+        done
+        echo "sanitize: configuring $DEVMEM_SAN_BUILD (clang, -fsanitize=address,undefined)" \
+            "${ompi_args[*]}"
         (cd "$DEVMEM_SAN_BUILD" && CC=clang \
             CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-            "$DEVMEM_SRC/configure" --prefix="$DEVMEM_SAN_PREFIX" --enable-fuzz) >"$log" 2>&1 ||
+            "$DEVMEM_SRC/configure" --prefix="$DEVMEM_SAN_PREFIX" --enable-fuzz "${ompi_args[@]}") \
+            >"$log" 2>&1 ||
             { tail -n 20 "$log"; devmem_step_fail "sanitize: configure failed (log: $log)"; devmem_finish; }
     fi
     echo "sanitize: building in $DEVMEM_SAN_BUILD"

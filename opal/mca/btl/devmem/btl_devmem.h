@@ -21,7 +21,7 @@
 #include "opal/class/opal_list.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
-#include "opal/mca/event/event.h"
+#include "btl_devmem_ompi.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
@@ -149,7 +149,7 @@ typedef struct mca_btl_devmem_component_t {
     struct mca_btl_devmem_stats stats;
 } mca_btl_devmem_component_t;
 
-OPAL_MODULE_DECLSPEC extern mca_btl_devmem_component_t mca_btl_devmem_component;
+MCA_BTL_DEVMEM_EXPORT extern mca_btl_devmem_component_t mca_btl_devmem_component;
 
 typedef struct mca_btl_devmem_module_t {
     mca_btl_base_module_t super;

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "opal/mca/base/mca_base_var.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal.h"
 #include "opal/util/show_help.h"
 
@@ -636,7 +635,7 @@ static int publish_modex(void)
         };
         memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
     }
-    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &c->super.btl_version, blob, size);
+    OPAL_MODEX_SEND(rc, MCA_BTL_DEVMEM_MODEX_SCOPE, &c->super.btl_version, blob, size);
     free(blob);
     return rc;
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include "opal/mca/event/event.h"
+#include "btl_devmem_ompi.h"
 
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "opal/mca/hwloc/hwloc-internal.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
 
 #include "btl_devmem_endpoint.h"

@@ -27,7 +27,7 @@
 
 #include "opal_config.h"
 
-#include "opal/mca/event/event.h"
+#include "btl_devmem_ompi.h"
 
 BEGIN_C_DECLS
 
