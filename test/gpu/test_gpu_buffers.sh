@@ -20,7 +20,7 @@ if [ -x "$probe" ]; then
 elif ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
     devmem_skip "no NVIDIA driver (libcuda.so.1) on this machine"
 fi
-DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_SRC/contrib/devmem-device-buffers.conf"
+DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_PREFIX/share/btl_devmem/devmem-device-buffers.conf"
     --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
     --mca btl_devmem_rx_provider cuda --mca btl_devmem_stats 1)
 

@@ -58,7 +58,7 @@ if run 2 1 pingpong -m 64M; then
 fi
 # The parameter set for GPU buffers (contrib/devmem-device-buffers.conf) on host buffers:
 # every non-empty message by RGET, so the small ones too take the device flow.
-DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_SRC/contrib/devmem-device-buffers.conf")
+DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_PREFIX/share/btl_devmem/devmem-device-buffers.conf")
 run 2 1 pingpong -m 1M && devmem_expect_stat "$DEVMEM_LAST_OUT" 0 devflow_gets -gt 40
 run 4 1 nonblocking -n 50 -m 64k
 DEVMEM_MCA_ARGS=("${saved[@]}")
