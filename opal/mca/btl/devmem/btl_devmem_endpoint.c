@@ -200,8 +200,11 @@ static void complete_list(mca_btl_devmem_endpoint_t *ep, opal_list_t *done, int 
 /*
  * The peer is gone (or misbehaved): fail everything queued for it and tell the PML,
  * which ends the job with our message. `why` says what happened, `err` is an errno or 0.
+ * `ours` marks a fault this rank found in what the peer sent: it is said here, before the
+ * socket closes, since the peer then fails too and Open MPI 5 shows only the first abort's
+ * words, which would be the peer's "connection lost" instead of the reason.
  */
-static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
+static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, bool ours)
 {
     opal_list_t doomed;
     char msg[512];
@@ -214,6 +217,17 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
         return;
     }
     ep->state = MCA_BTL_DEVMEM_EP_FAILED;
+    snprintf(msg, sizeof(msg),
+             "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
+             OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
+             err ? ": " : "", err ? strerror(err) : "");
+    /* the PML ends the job with msg as its words; say it ourselves without one (and at
+     * verbosity 1, for a PML that carries on without printing), or first when it is ours */
+    if (NULL == ep->module->error_cb || ours) {
+        opal_output(0, "%s", msg);
+    } else {
+        DEVMEM_VERBOSE(1, "%s", msg);
+    }
     socket_close(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
@@ -221,17 +235,6 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
     OPAL_THREAD_UNLOCK(&ep->lock);
 
     mca_btl_devmem_component.stats.conn_failed++;
-    snprintf(msg, sizeof(msg),
-             "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
-             OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
-             err ? ": " : "", err ? strerror(err) : "");
-    /* the PML ends the job with msg as its words; say it ourselves only without one (and
-     * at verbosity 1, for a PML that carries on without printing) */
-    if (NULL == ep->module->error_cb) {
-        opal_output(0, "%s", msg);
-    } else {
-        DEVMEM_VERBOSE(1, "%s", msg);
-    }
     complete_list(ep, &doomed, OPAL_ERR_UNREACH);
     OBJ_DESTRUCT(&doomed);
     mca_btl_devmem_devflow_close(ep, false);
@@ -242,7 +245,7 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
 
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
 {
-    ep_fail(ep, why, err);
+    ep_fail(ep, why, err, false);
 }
 
 void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what)
@@ -251,7 +254,7 @@ void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const ch
 
     mca_btl_devmem_component.stats.proto_errors++;
     snprintf(why, sizeof(why), "protocol error (%s); connection closed", what);
-    ep_fail(ep, why, 0);
+    ep_fail(ep, why, 0, true);
 }
 
 void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
@@ -269,7 +272,7 @@ static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
     snprintf(why, sizeof(why),
              "malformed fragment (%s; type %u, tag %u, size %u); connection closed", what,
              h->type, h->tag, h->size);
-    ep_fail(ep, why, 0);
+    ep_fail(ep, why, 0, true);
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -306,7 +309,7 @@ static void send_progress(mca_btl_devmem_endpoint_t *ep)
     complete_list(ep, &done, OPAL_SUCCESS);
     OBJ_DESTRUCT(&done);
     if (rc < 0) {
-        ep_fail(ep, "send failed", -rc);
+        ep_fail(ep, "send failed", -rc, false);
     }
 }
 
@@ -344,7 +347,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
                 frag->base.des_flags = pml_flags;
                 OPAL_THREAD_UNLOCK(&ep->lock);
                 OBJ_DESTRUCT(&done);
-                ep_fail(ep, "send failed", -rc);
+                ep_fail(ep, "send failed", -rc, false);
                 return OPAL_ERR_UNREACH;
             }
             OPAL_THREAD_UNLOCK(&ep->lock);
@@ -377,7 +380,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (OPAL_SUCCESS != rc) {
-        ep_fail(ep, "cannot connect", -rc > 0 ? -rc : 0);
+        ep_fail(ep, "cannot connect", -rc > 0 ? -rc : 0, false);
         return OPAL_SUCCESS; /* the frag was completed with an error by ep_fail */
     }
     return OPAL_SUCCESS;
@@ -520,7 +523,7 @@ static void connect_done(mca_btl_devmem_endpoint_t *ep)
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (0 != err) {
-        ep_fail(ep, "connect failed", err);
+        ep_fail(ep, "connect failed", err, false);
     }
 }
 
@@ -564,7 +567,7 @@ static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_lim
     complete_list(ep, &done, OPAL_SUCCESS);
     OBJ_DESTRUCT(&done);
     if (rc < 0) {
-        ep_fail(ep, "cannot start the connection", -rc);
+        ep_fail(ep, "cannot start the connection", -rc, false);
         return rc;
     }
     mca_btl_devmem_devflow_start(ep);
@@ -587,7 +590,7 @@ static void read_reply(mca_btl_devmem_endpoint_t *ep)
         int err = 0 == n ? 0 : errno;
         OPAL_THREAD_UNLOCK(&ep->lock);
         ep_fail(ep, 0 == n ? "the peer closed the connection during the handshake"
-                           : "handshake failed", err);
+                           : "handshake failed", err, false);
         return;
     }
     ep->reply_got += n;
@@ -602,7 +605,7 @@ static void read_reply(mca_btl_devmem_endpoint_t *ep)
     }
     if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
         OPAL_THREAD_UNLOCK(&ep->lock);
-        ep_fail(ep, mca_btl_devmem_check_str(chk), 0);
+        ep_fail(ep, mca_btl_devmem_check_str(chk), 0, true);
         return;
     }
     if (MCA_BTL_DEVMEM_HELLO_DEFER == ep->reply.status) {
@@ -734,7 +737,7 @@ static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem
     mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_get_resp(h, why, sizeof(why));
 
     if (NULL == resp) {
-        ep_fail(ep, why, 0);
+        ep_fail(ep, why, 0, true);
         return -1;
     }
     if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
@@ -837,7 +840,7 @@ static char *rx_big_buffer(mca_btl_devmem_endpoint_t *ep, uint32_t size)
     if (ep->rbig_cap < size) {
         char *p = realloc(ep->rbig, size);
         if (NULL == p) {
-            ep_fail(ep, "out of memory for a large fragment", ENOMEM);
+            ep_fail(ep, "out of memory for a large fragment", ENOMEM, false);
             return NULL;
         }
         ep->rbig = p;
@@ -927,11 +930,11 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
             snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
                      "frame's payload");
         }
-        ep_fail(ep, why, 0);
+        ep_fail(ep, why, 0, true);
         return;
     }
     ep_fail(ep, 0 == err ? "the peer closed the connection without saying goodbye"
-                         : "receive failed", err);
+                         : "receive failed", err, false);
 }
 
 static void rx_progress(mca_btl_devmem_endpoint_t *ep)
