@@ -156,6 +156,12 @@ _devmem_run_bg() {
     return "$rc"
 }
 
+# Open MPI 5 writes NUL bytes into its error output, which makes grep call the file binary
+# and print nothing of what matched: take them out of a captured run.
+_devmem_strip_nul() {
+    tr -d '\000' <"$1" >"$1.txt" && mv "$1.txt" "$1"
+}
+
 _devmem_elapsed() {
     awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
 }
@@ -176,6 +182,7 @@ devmem_run_checked() {
     start=$EPOCHREALTIME
     _devmem_run_bg "$@" >"$out" 2>&1
     rc=$?
+    _devmem_strip_nul "$out"
     cat "$out"
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
         _devmem_timed_out=$label
@@ -218,6 +225,7 @@ devmem_expect_failure() {
     echo "---- $label (must fail): $*"
     _devmem_run_bg "$@" >"$out" 2>&1
     rc=$?
+    _devmem_strip_nul "$out"
     cat "$out"
     if [ "$rc" -eq 0 ]; then
         devmem_step_fail "$label: succeeded, but it must fail"

@@ -32,6 +32,9 @@ esac
 module use "$modules"
 ompi_default=$(ompi_info --path pkglibdir | sed -e 's/.*: *//')
 path_before=:$PATH:
+# environment-modules 5 may set MANPATH when it starts (the system's pages plus ':'), so
+# unload must give back what was there before load, set or not
+manpath_before=${MANPATH-unset}
 module load btl_devmem
 want="$prefix/lib/openmpi:$ompi_default"
 [ "${OMPI_MCA_mca_base_component_path-}" = "$want" ] &&
@@ -60,7 +63,8 @@ fi
 module unload btl_devmem
 [ -z "${OMPI_MCA_mca_base_component_path+x}" ] && ok "unload: OMPI_MCA_mca_base_component_path unset again" ||
     fail "unload: OMPI_MCA_mca_base_component_path is still '$OMPI_MCA_mca_base_component_path'"
-[ -z "${MANPATH+x}" ] && ok "unload: MANPATH unset again" || fail "unload: MANPATH is still '$MANPATH'"
+[ "${MANPATH-unset}" = "$manpath_before" ] && ok "unload: MANPATH as before load ($manpath_before)" ||
+    fail "unload: MANPATH is '${MANPATH-unset}', before load it was '$manpath_before'"
 case ":$PATH:" in
     *":$prefix/bin:"*) case "$path_before" in *":$prefix/bin:"*) ok "unload: PATH as before" ;;
                                                *) fail "unload: $prefix/bin still on PATH" ;; esac ;;

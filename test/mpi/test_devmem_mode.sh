@@ -49,11 +49,11 @@ devmem_expect_failure "mode 'sometimes'" 'btl_devmem_mode is "sometimes", which 
 devmem_expect_failure "kernel 'fake'" 'btl_devmem_kernel is "fake", which btl_devmem does not know' \
     "$limit" devmem_mpirun "$limit" -np 2 "${base[@]}" --mca btl_devmem_kernel fake "$pp" -m 1M
 
-# rank 0 host-only, rank 1 with the emulated device path (MPMD: one environment each)
+# rank 0 host-only, rank 1 with the emulated device path (one environment each)
+by_rank=$DEVMEM_SRC/test/lib/by-rank.sh
 if devmem_run_checked "mixed: rank 0 off, rank 1 emulated" pingpong 2 "$limit" \
-    devmem_mpirun "$limit" "${base[@]}" --mca btl_devmem_kernel emulated \
-    -np 1 env OMPI_MCA_btl_devmem_mode=off "$pp" -m 16M : \
-    -np 1 env OMPI_MCA_btl_devmem_mode=require "$pp" -m 16M; then
+    devmem_mpirun "$limit" "${base[@]}" --mca btl_devmem_kernel emulated -np 2 "$by_rank" \
+    OMPI_MCA_btl_devmem_mode=off OMPI_MCA_btl_devmem_mode=require -- "$pp" -m 16M; then
     devmem_expect_stat "$DEVMEM_LAST_OUT" 0 devmem_modules -eq 0
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 devmem_modules -gt 0
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 fallbacks -gt 0
@@ -63,9 +63,9 @@ fi
 # rank 0 on the real kernel (no device path here, but it takes part: it sends into its peers'
 # device flows), rank 1 emulated: rank 1's gets land in its pool although rank 0 has none
 if devmem_run_checked "mixed: rank 0 real/auto, rank 1 emulated" pingpong 2 "$limit" \
-    devmem_mpirun "$limit" "${base[@]}" \
-    -np 1 env OMPI_MCA_btl_devmem_kernel=real OMPI_MCA_btl_devmem_mode=auto "$pp" -m 16M : \
-    -np 1 env OMPI_MCA_btl_devmem_kernel=emulated OMPI_MCA_btl_devmem_mode=require "$pp" -m 16M; then
+    devmem_mpirun "$limit" "${base[@]}" -np 2 "$by_rank" \
+    "OMPI_MCA_btl_devmem_kernel=real OMPI_MCA_btl_devmem_mode=auto" \
+    "OMPI_MCA_btl_devmem_kernel=emulated OMPI_MCA_btl_devmem_mode=require" -- "$pp" -m 16M; then
     devmem_expect_stat "$DEVMEM_LAST_OUT" 0 devmem_modules -eq 0
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 devflows -eq 1
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 rx_dmabuf -gt 0

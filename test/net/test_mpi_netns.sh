@@ -53,15 +53,17 @@ if [ "$DEVMEM_BTL_NAME" = devmem ]; then
 fi
 after=$(netns_link_bytes)
 
-# 3. Open MPI's own binding puts each host's first rank on core 0: both ranks share one core.
-# Without mpi_yield_when_idle, spinning ranks then take turns of a whole time slice per
-# message; btl/devmem must get through by yielding when its connections are quiet, and, once
-# its yields show the core shared, by sleeping on its sockets (a validated run within the
-# time limit, the yields and the sleeps counted).
+# 3. Both ranks bound to core 0, as Open MPI 4.1's own binding puts each host's first rank
+# (taskset, since Open MPI 5 maps the two hosts' ranks apart). Without mpi_yield_when_idle,
+# spinning ranks then take turns of a whole time slice per message; btl/devmem must get
+# through by yielding when its connections are quiet, and, once its yields show the core
+# shared, by sleeping on its sockets (a validated run within the time limit, the yields and
+# the sleeps counted).
 if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    if NETNS_BIND=core NETNS_YIELD=0 devmem_run_checked \
+    if NETNS_YIELD=0 devmem_run_checked \
         "pingpong 1+1 ranks on one core, no mpi_yield_when_idle" pingpong 2 "$limit" \
-        netns_mpirun "$limit" 1 1 --mca btl_devmem_stats 1 "$DEVMEM_MPI_BIN/pingpong" -m 1M; then
+        netns_mpirun "$limit" 1 1 --mca btl_devmem_stats 1 \
+        taskset -c 0 "$DEVMEM_MPI_BIN/pingpong" -m 1M; then
         devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_yields -gt 0
         devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_yields -gt 0
         devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -gt 0

@@ -32,6 +32,7 @@ vg_run() { # LABEL PINGPONG-ARGS... (MCA arguments in DEVMEM_MCA_ARGS)
     devmem_run_checked "$label under memcheck" pingpong 2 "$DEVMEM_MPI_LIMIT" \
         devmem_mpirun "$DEVMEM_MPI_LIMIT" -np 2 "${DEVMEM_MCA_ARGS[@]}" \
         valgrind --keep-debuginfo=yes --leak-check=full --num-callers=30 --error-limit=no \
+        --suppressions="$DEVMEM_SRC/test/valgrind/ompi.supp" \
         --log-file="$logs/vg.%p.log" "$DEVMEM_MPI_BIN/pingpong" "$@" || return 1
     if [ "$(cat "$logs"/vg.*.log 2>/dev/null | grep -c 'ERROR SUMMARY')" -ne 2 ]; then
         devmem_step_fail "$label: valgrind did not report for both ranks (logs in $logs)"
