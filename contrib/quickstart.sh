@@ -3,11 +3,14 @@
 #
 #   contrib/quickstart.sh demo    install what is missing, build, run a 2-rank bandwidth and
 #                                 latency job over --mca btl devmem,self
-#   contrib/quickstart.sh check   install what is missing, build, run every test
+#   contrib/quickstart.sh check   install what is missing, build, run every test; then all
+#                                 of them again against Open MPI 5 in a Debian 13 root
+#                                 (test/lib/ompi5-root.sh; DEVMEM_OMPI5_LEG=0: this one only)
 #   contrib/quickstart.sh build   install what is missing and build only
 #
-# The build lives in ./build (install prefix ./build/install); nothing outside the checkout
-# is changed except Debian packages.
+# The build lives in ./build (install prefix ./build/install), the Open MPI 5 leg's in
+# ./build-ompi5; outside the checkout only Debian packages and /var/cache/btl_devmem (the
+# Debian 13 root, Open MPI's source for the headers its 5.0 package lacks) are changed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,8 +19,8 @@ build=${DEVMEM_BUILD:-$here/build}
 prefix=$build/install
 
 packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake clang
-          libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind
-          environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term tcl)
+          libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind xz-utils
+          libclang-rt-dev environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term tcl)
 
 install_deps() {
     local missing=()
@@ -38,13 +41,41 @@ install_deps() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# Open MPI 5's developer headers lack a few that its own opal_config.h includes (an Open MPI
+# bug; configure --with-ompi-src explains). Debian's source package of the installed version
+# supplies them: prints the configure option, or nothing where none is needed.
+debian_ompi_src() {
+    local v dir tmp
+    v=$(dpkg-query -W -f='${Version}' libopenmpi-dev 2>/dev/null) || return 0
+    v=${v#*:}
+    v=${v%%-*}
+    case "$v" in 5.*) ;; *) return 0 ;; esac
+    dir=/var/cache/btl_devmem/openmpi-$v
+    if [ ! -f "$dir/VERSION" ]; then
+        echo "quickstart: fetching Debian's openmpi $v source for the headers its -dev package lacks" >&2
+        tmp=$(mktemp -d)
+        if ! (cd "$tmp" && apt-get source --download-only -q openmpi >/dev/null 2>&1); then
+            echo "quickstart: 'apt-get source openmpi' failed (no deb-src lines in apt's sources?)" >&2
+            rm -rf "$tmp"
+            return 0
+        fi
+        mkdir -p "$(dirname "$dir")"
+        tar -xf "$tmp"/openmpi_"$v".orig.tar.* -C "$(dirname "$dir")" || { rm -rf "$tmp"; return 0; }
+        rm -rf "$tmp"
+    fi
+    echo "--with-ompi-src=$dir"
+}
+
 build_all() {
     if [ ! -x configure ] || [ configure.ac -nt configure ]; then
         ./autogen.sh
     fi
     mkdir -p "$build"
     if [ ! -f "$build/Makefile" ]; then
-        (cd "$build" && "$here/configure" --prefix="$prefix" --enable-werror)
+        local extra
+        extra=$(debian_ompi_src)
+        # shellcheck disable=SC2086 # one option or none
+        (cd "$build" && "$here/configure" --prefix="$prefix" --enable-werror $extra)
     fi
     make -C "$build" -j"$(nproc)" --no-print-directory
     make -C "$build" install --no-print-directory >/dev/null
@@ -78,11 +109,59 @@ demo() {
     rm -f "$out"
 }
 
+# The Open MPI version a build tree was configured for.
+ompi_version_of() {
+    sed -n 's/^DEVMEM_OMPI_VERSION = //p' "$1/Makefile" 2>/dev/null
+}
+
+# The counts of a test run's last line, "N passed, N failed, N skipped", as "N N N".
+counts_of() {
+    awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3; s = $5 + 0 } END { print p + 0, f + 0, s + 0 }' "$1"
+}
+
+# Every test against this machine's Open MPI, then (unless DEVMEM_OMPI5_LEG=0) all of them
+# again against Open MPI 5 from Debian 13's packages, in a root of its own
+# (test/lib/ompi5-root.sh); one line of counts per leg, then the sum.
+check() {
+    local logs=$build/check-legs host_log ompi5_log rc=0 p f s tp=0 tf=0 ts=0
+    mkdir -p "$logs"
+    set +e # a failing test is counted, not the end of the check
+    host_log=$logs/host.log
+    ompi5_log=$logs/ompi5.log
+    DEVMEM_BUILD=$build DEVMEM_PREFIX=$prefix "$here/test/run-tests.sh" 2>&1 | tee "$host_log"
+    read -r p f s < <(counts_of "$host_log")
+    tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
+    local summary=("Open MPI $(ompi_version_of "$build") on this machine: $p passed, $f failed, $s skipped")
+    [ "$p" -gt 0 ] || tf=$((tf + 1))
+
+    if [ "${DEVMEM_OMPI5_LEG:-1}" != 0 ]; then
+        echo
+        echo "== the same tests against Open MPI 5 (Debian 13's packages, in a root of its own) =="
+        "$here/test/lib/ompi5-root.sh" run env DEVMEM_OMPI5_LEG=0 \
+            DEVMEM_BUILD="$here/build-ompi5" "$here/contrib/quickstart.sh" check 2>&1 |
+            tee "$ompi5_log"
+        rc=${PIPESTATUS[0]}
+        if [ "$rc" -eq 77 ]; then
+            ts=$((ts + 1))
+            summary+=("Open MPI 5 leg: SKIP: $(grep '^ompi5-root:' "$ompi5_log" | tail -n 1)")
+        else
+            read -r p f s < <(counts_of "$ompi5_log")
+            # a leg that failed before its tests ran (root, packages, build) counts as a failure
+            [ "$p" -gt 0 ] || [ "$rc" -eq 0 ] || f=$((f + 1))
+            tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
+            summary+=("Open MPI $(ompi_version_of "$here/build-ompi5") (Debian 13 root): $p passed, $f failed, $s skipped")
+        fi
+    fi
+    echo
+    printf '%s\n' "${summary[@]}"
+    echo "$tp passed, $tf failed, $ts skipped"
+    [ "$tf" -eq 0 ]
+}
+
 cmd=${1:-demo}
 case "$cmd" in
     demo)  install_deps; build_all; demo ;;
-    check) install_deps; build_all
-           DEVMEM_BUILD=$build DEVMEM_PREFIX=$prefix exec "$here/test/run-tests.sh" ;;
+    check) install_deps; build_all; check ;;
     build) install_deps; build_all ;;
     *) echo "usage: $0 demo|check|build" >&2; exit 2 ;;
 esac
