@@ -4,7 +4,8 @@
  *
  * This header holds the component and module types, the MCA parameters, the counters
  * printed by btl_devmem_stats, and the prototypes shared between the component's files.
- * One module exists per (selected IPv4 interface x link); each has its own listen socket,
+ * One module exists per (selected interface address x link), IPv4 or IPv6 (one family per
+ * interface: btl_devmem_family); each has its own listen socket,
  * so an accepted connection already knows its module.
  */
 #ifndef MCA_BTL_DEVMEM_H
@@ -14,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "opal/class/opal_free_list.h"
@@ -35,7 +37,7 @@ struct mca_btl_devmem_proc_t;
 
 /* What each process publishes in the modex: a header, then one record per module. */
 #define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
-#define MCA_BTL_DEVMEM_MODEX_VERSION 2
+#define MCA_BTL_DEVMEM_MODEX_VERSION 3
 
 struct mca_btl_devmem_modex_hdr {
     uint32_t magic;
@@ -47,15 +49,38 @@ struct mca_btl_devmem_modex_hdr {
 #define MCA_BTL_DEVMEM_ADDR_LOOPBACK 0x1
 
 struct mca_btl_devmem_modex_addr {
-    uint32_t addr;   /* IPv4, network byte order */
-    uint16_t port;   /* network byte order */
+    uint8_t family;  /* MCA_BTL_DEVMEM_MODEX_IPV4 or _IPV6 (not AF_*: those are per-OS) */
     uint8_t prefix;  /* netmask length of the interface */
     uint8_t flags;   /* MCA_BTL_DEVMEM_ADDR_* */
+    uint8_t reserved;
+    uint8_t addr[16]; /* network byte order; IPv4 in the first 4 bytes */
+    uint16_t port;   /* network byte order */
+    uint16_t devflow_port; /* network byte order; 0: this module receives no device flows */
     uint32_t module; /* the publisher's module index: sent back in the hello */
     uint32_t link;   /* link number on that interface (0 .. links-1) */
-    uint16_t devflow_port; /* network byte order; 0: this module receives no device flows */
-    uint16_t reserved;
 };
+_Static_assert(sizeof(struct mca_btl_devmem_modex_addr) == 32, "modex record is 32 bytes");
+
+#define MCA_BTL_DEVMEM_MODEX_IPV4 4
+#define MCA_BTL_DEVMEM_MODEX_IPV6 6
+
+/* A record's address; false for a family this build does not know. */
+static inline bool mca_btl_devmem_modex_ip(const struct mca_btl_devmem_modex_addr *a,
+                                           struct mca_btl_devmem_ip *ip)
+{
+    memset(ip, 0, sizeof(*ip));
+    if (MCA_BTL_DEVMEM_MODEX_IPV4 == a->family) {
+        ip->family = AF_INET;
+        memcpy(&ip->a.v4, a->addr, 4);
+        return true;
+    }
+    if (MCA_BTL_DEVMEM_MODEX_IPV6 == a->family) {
+        ip->family = AF_INET6;
+        memcpy(&ip->a.v6, a->addr, 16);
+        return true;
+    }
+    return false;
+}
 
 /* Counters for the btl_devmem_stats line. Updated from the progress path only. */
 struct mca_btl_devmem_stats {
@@ -96,6 +121,7 @@ typedef struct mca_btl_devmem_component_t {
     /* MCA parameters */
     char *if_include;
     char *if_exclude;
+    char *family;           /* auto | ipv4 | ipv6 */
     int links;
     int sndbuf;
     int rcvbuf;
@@ -182,9 +208,12 @@ int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
 
 /* component helpers used by other files (btl_devmem_component.c) */
 void mca_btl_devmem_print_stats(void);
-/* A non-blocking listen socket on IPv4 addr (network order), port chosen by the kernel:
- * control and device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
-int mca_btl_devmem_listen_socket(uint32_t addr, int *fd, uint16_t *port);
+/* A non-blocking TCP socket of the interface's family, bound to its address and `port` (host
+ * order; 0: any), IPv6 only for an IPv6 address. Returns it, or -errno. */
+int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port);
+/* A listen socket on the interface's address, port chosen by the kernel: control and
+ * device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
+int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port);
 
 END_C_DECLS
 

@@ -65,7 +65,7 @@ typedef struct {
     opal_event_t timer; /* the handshake timeout */
     struct mca_btl_devmem_hello hello;
     size_t got;
-    char peer[INET_ADDRSTRLEN + 8];
+    char peer[MCA_BTL_DEVMEM_IP_STRLEN + 8]; /* [address]:port */
 } pending_accept_t;
 static OBJ_CLASS_INSTANCE(pending_accept_t, opal_list_item_t, NULL, NULL);
 
@@ -105,16 +105,24 @@ static int component_register(void)
 
     c->if_include = "";
     reg_string("if_include",
-               "Comma-separated interfaces (names or IPv4 networks a.b.c.d/n) to use, e.g. "
-               "\"eth0,198.51.100.0/24\"; empty: every interface that is up. Mutually "
-               "exclusive with btl_devmem_if_exclude.",
+               "Comma-separated interfaces (names, IPv4 networks a.b.c.d/n or IPv6 networks "
+               "like 2001:db8::/32) to use, e.g. \"eth0,198.51.100.0/24\"; empty: every "
+               "interface that is up. Mutually exclusive with btl_devmem_if_exclude.",
                OPAL_INFO_LVL_1, &c->if_include);
     c->if_exclude = "";
     reg_string("if_exclude",
-               "Comma-separated interfaces (names or IPv4 networks) not to use. Loopback is "
-               "only ever used between ranks on the same host. Mutually exclusive with "
+               "Comma-separated interfaces (names, IPv4 or IPv6 networks) not to use. Loopback "
+               "is only ever used between ranks on the same host. Mutually exclusive with "
                "btl_devmem_if_include.",
                OPAL_INFO_LVL_1, &c->if_exclude);
+    c->family = "auto";
+    reg_string("family",
+               "Address family per interface: \"auto\" takes an interface's IPv4 addresses "
+               "where it has any and its IPv6 ones otherwise (global or unique-local before "
+               "link-local), so a dual-stack NIC is one path; \"ipv4\" or \"ipv6\" uses that "
+               "family only (like btl_tcp_disable_family 6 or 4). Peers pair addresses of the "
+               "same family.",
+               OPAL_INFO_LVL_2, &c->family);
     c->links = 1;
     reg_int("links", "Connections (and modules) per interface and peer; the PML stripes large "
                      "messages across them",
@@ -531,8 +539,11 @@ static void listen_cb(int lsd, short flags, void *arg)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     for (;;) {
-        struct sockaddr_in from;
+        struct sockaddr_storage from;
         socklen_t len = sizeof(from);
+        struct mca_btl_devmem_ip ip;
+        uint16_t port = 0;
+        char text[MCA_BTL_DEVMEM_IP_STRLEN];
         struct timeval tv = {c->handshake_timeout > 0 ? c->handshake_timeout : 1, 0};
         pending_accept_t *pa;
         int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -554,8 +565,9 @@ static void listen_cb(int lsd, short flags, void *arg)
         pa->module = m;
         pa->sd = sd;
         pa->got = 0;
-        snprintf(pa->peer, sizeof(pa->peer), "%s:%u", inet_ntoa(from.sin_addr),
-                 (unsigned) ntohs(from.sin_port));
+        (void) mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &from, &ip, &port);
+        snprintf(pa->peer, sizeof(pa->peer), AF_INET6 == ip.family ? "[%s]:%u" : "%s:%u",
+                 mca_btl_devmem_ip_str(&ip, text, sizeof(text)), (unsigned) ntohs(port));
         mca_btl_devmem_tune_socket(sd);
         mca_btl_devmem_watch_init(&pa->watch, sd, hello_cb, pa);
         if (0 != mca_btl_devmem_watch_set(&pa->watch, OPAL_EV_READ)) {
@@ -573,32 +585,51 @@ static void listen_cb(int lsd, short flags, void *arg)
 
 /* ---------------------------------------------------------------- init */
 
-int mca_btl_devmem_listen_socket(uint32_t addr, int *fd, uint16_t *port)
+int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port)
 {
-    struct sockaddr_in sa = {0};
-    socklen_t len = sizeof(sa);
-    int sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_storage ss;
+    socklen_t len = mca_btl_devmem_ip_to_sockaddr(&itf->addr, htons(port), itf->ifindex, &ss);
+    int sd = socket(itf->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
 
     if (sd < 0) {
         return -errno;
     }
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = addr;
-    sa.sin_port = 0; /* the kernel picks; the modex tells the peers */
-    if (0 != bind(sd, (struct sockaddr *) &sa, sizeof(sa)) || 0 != listen(sd, SOMAXCONN)
-        || 0 != getsockname(sd, (struct sockaddr *) &sa, &len)) {
+    /* an IPv6 module speaks IPv6 only: IPv4 peers reach the interface's IPv4 module */
+    if ((AF_INET6 == itf->addr.family
+         && 0 != setsockopt(sd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
+        || 0 != bind(sd, (struct sockaddr *) &ss, len)) {
+        int err = errno;
+        close(sd);
+        return -err;
+    }
+    return sd;
+}
+
+int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    struct mca_btl_devmem_ip ip;
+    int sd = mca_btl_devmem_bound_socket(itf, 0); /* the kernel picks; the modex tells */
+
+    if (sd < 0) {
+        return sd;
+    }
+    if (0 != listen(sd, SOMAXCONN) || 0 != getsockname(sd, (struct sockaddr *) &ss, &len)) {
         int err = errno;
         close(sd);
         return -err;
     }
     *fd = sd;
-    *port = ntohs(sa.sin_port);
+    (void) mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &ss, &ip, port);
+    *port = ntohs(*port);
     return 0;
 }
 
 static int create_listener(mca_btl_devmem_module_t *m)
 {
-    int rc = mca_btl_devmem_listen_socket(m->itf.addr, &m->listen_fd, &m->listen_port);
+    int rc = mca_btl_devmem_listen_socket(&m->itf, &m->listen_fd, &m->listen_port);
 
     if (0 != rc) {
         return rc;
@@ -625,7 +656,8 @@ static int publish_modex(void)
     for (int i = 0; i < c->num_modules; i++) {
         const mca_btl_devmem_module_t *m = c->modules[i];
         struct mca_btl_devmem_modex_addr a = {
-            .addr = m->itf.addr,
+            .family = AF_INET == m->itf.addr.family ? MCA_BTL_DEVMEM_MODEX_IPV4
+                                                    : MCA_BTL_DEVMEM_MODEX_IPV6,
             .port = htons(m->listen_port),
             .prefix = m->itf.prefix,
             .flags = m->itf.loopback ? MCA_BTL_DEVMEM_ADDR_LOOPBACK : 0,
@@ -633,6 +665,7 @@ static int publish_modex(void)
             .link = m->link,
             .devflow_port = NULL != m->dev ? htons(m->dev->listen_port) : 0,
         };
+        memcpy(a.addr, m->itf.addr.a.bytes, AF_INET == m->itf.addr.family ? 4 : 16);
         memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
     }
     OPAL_MODEX_SEND(rc, MCA_BTL_DEVMEM_MODEX_SCOPE, &c->super.btl_version, blob, size);
@@ -646,11 +679,23 @@ static int create_modules(void)
     struct mca_btl_devmem_if ifs[MCA_BTL_DEVMEM_IF_MAX];
     char why[256] = "", unmatched[64] = "";
     int n, links = c->links > 0 ? c->links : 1;
+    enum mca_btl_devmem_family family;
 
     n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
     if (n < 0) {
         opal_output(0, "btl:devmem: cannot list network interfaces: %s", strerror(-n));
         return OPAL_ERROR;
+    }
+    if (0 == strcmp(c->family, "auto")) {
+        family = MCA_BTL_DEVMEM_FAMILY_AUTO;
+    } else if (0 == strcmp(c->family, "ipv4") || 0 == strcmp(c->family, "4")) {
+        family = MCA_BTL_DEVMEM_FAMILY_IPV4;
+    } else if (0 == strcmp(c->family, "ipv6") || 0 == strcmp(c->family, "6")) {
+        family = MCA_BTL_DEVMEM_FAMILY_IPV6;
+    } else {
+        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, "btl_devmem_family",
+                       c->family, "auto, ipv4 or ipv6");
+        return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),
                                  unmatched, sizeof(unmatched));
@@ -661,9 +706,10 @@ static int create_modules(void)
     if ('\0' != unmatched[0]) {
         opal_show_help("help-mpi-btl-devmem.txt", "if_include unmatched", true, unmatched);
     }
+    n = mca_btl_devmem_if_pick_family(ifs, n, family);
     if (0 == n) {
-        DEVMEM_VERBOSE(5, "no usable IPv4 interface (if_include='%s', if_exclude='%s')",
-                       c->if_include, c->if_exclude);
+        DEVMEM_VERBOSE(5, "no usable interface (if_include='%s', if_exclude='%s', family %s)",
+                       c->if_include, c->if_exclude, c->family);
         return OPAL_ERR_NOT_AVAILABLE;
     }
     c->modules = calloc((size_t) n * links, sizeof(*c->modules));
@@ -673,7 +719,7 @@ static int create_modules(void)
     for (int link = 0; link < links; link++) {
         for (int i = 0; i < n; i++) {
             mca_btl_devmem_module_t *m = malloc(sizeof(*m));
-            char addr[INET_ADDRSTRLEN];
+            char addr[MCA_BTL_DEVMEM_IP_STRLEN];
             int rc;
 
             if (NULL == m) {
@@ -704,12 +750,12 @@ static int create_modules(void)
             c->modules[c->num_modules++] = m;
             if (0 != (rc = create_listener(m))) {
                 opal_output(0, "btl:devmem: cannot listen on %s (%s): %s", m->itf.name,
-                            inet_ntop(AF_INET, &m->itf.addr, addr, sizeof(addr)),
+                            mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
                             strerror(-rc));
                 return OPAL_ERROR;
             }
             DEVMEM_VERBOSE(10, "module %u: %s %s/%u port %u link %d", m->index, m->itf.name,
-                           inet_ntop(AF_INET, &m->itf.addr, addr, sizeof(addr)),
+                           mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
                            (unsigned) m->itf.prefix, (unsigned) m->listen_port, link);
         }
     }

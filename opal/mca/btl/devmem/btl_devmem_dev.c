@@ -117,7 +117,7 @@ static void listen_cb(int lsd, short flags, void *arg)
     struct mca_btl_devmem_dev *d = arg;
 
     for (;;) {
-        struct sockaddr_in from;
+        struct sockaddr_storage from;
         socklen_t len = sizeof(from);
         int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -131,16 +131,16 @@ static void listen_cb(int lsd, short flags, void *arg)
             }
             return;
         }
-        mca_btl_devmem_devflow_accepted(d, sd, &from);
+        mca_btl_devmem_devflow_accepted(d, sd, (struct sockaddr *) &from);
     }
 }
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
     int rc = dev_state.via_helper
-                 ? mca_btl_devmem_helper_listen_socket(d->module->itf.addr, &d->listen_fd,
+                 ? mca_btl_devmem_helper_listen_socket(&d->module->itf, &d->listen_fd,
                                                        &d->listen_port)
-                 : mca_btl_devmem_listen_socket(d->module->itf.addr, &d->listen_fd,
+                 : mca_btl_devmem_listen_socket(&d->module->itf, &d->listen_fd,
                                                 &d->listen_port);
 
     if (0 != rc) {
@@ -399,11 +399,15 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
         return rc;
     }
     {
-        struct devmem_nic_flow flow = {.family = AF_INET, .dst_port = d->listen_port,
+        struct devmem_nic_flow flow = {.family = itf->addr.family, .dst_port = d->listen_port,
                                        .queue = d->rx_queue};
         uint32_t rule = 0;
 
-        flow.dst.v4.s_addr = itf->addr;
+        if (AF_INET == itf->addr.family) {
+            flow.dst.v4 = itf->addr.a.v4;
+        } else {
+            flow.dst.v6 = itf->addr.a.v6;
+        }
         rc = devmem_nic_flow_add(itf->name, &flow, &rule, &e);
         if (0 != rc) {
             say(why, len, "cannot steer port %u to RX queue %u on %s: %s (needs CAP_NET_ADMIN "

@@ -1,8 +1,9 @@
 /*
  * Device flows: the connections themselves, until and after the endpoint owns them. An
- * accepted connection waits, unread, until a control connection claims it by address and
- * port (or the handshake timeout drops it), then is adopted for receiving. See
- * btl_devmem_devflow.h; the two directions live in btl_devmem_devflow_tx.c and _rx.c.
+ * accepted connection waits, unread, until a control connection claims it by port (its
+ * address is the one that control connection comes from), or the handshake timeout drops
+ * it; then it is adopted for receiving. See btl_devmem_devflow.h; the two directions live in
+ * btl_devmem_devflow_tx.c and _rx.c.
  */
 #include "opal_config.h"
 
@@ -21,7 +22,7 @@ typedef struct {
     opal_list_item_t super;
     struct mca_btl_devmem_dev *dev;
     int sd;
-    uint32_t addr; /* network byte order */
+    struct mca_btl_devmem_ip addr;
     uint16_t port; /* host byte order */
     opal_event_t timer;
 } devflow_unclaimed_t;
@@ -60,10 +61,10 @@ static void unclaimed_drop(devflow_unclaimed_t *u, const char *why)
         close(u->sd);
     }
     if (NULL != why) {
-        char a[INET_ADDRSTRLEN];
+        char a[MCA_BTL_DEVMEM_IP_STRLEN];
         mca_btl_devmem_component.stats.conn_refused++;
-        DEVMEM_VERBOSE(5, "dropped a device-flow connection from %s:%u on %s: %s",
-                       inet_ntop(AF_INET, &u->addr, a, sizeof(a)), (unsigned) u->port,
+        DEVMEM_VERBOSE(5, "dropped a device-flow connection from %s port %u on %s: %s",
+                       mca_btl_devmem_ip_str(&u->addr, a, sizeof(a)), (unsigned) u->port,
                        u->dev->module->itf.name, why);
     }
     OBJ_RELEASE(u);
@@ -119,20 +120,27 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
 }
 
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
-                                     const struct sockaddr_in *from)
+                                     const struct sockaddr *from)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    uint16_t port = ntohs(from->sin_port);
+    struct mca_btl_devmem_ip addr;
+    uint16_t port = 0;
     struct timeval tv = {c->handshake_timeout > 0 ? c->handshake_timeout : 1, 0};
     devflow_unclaimed_t *u;
+
+    if (0 != mca_btl_devmem_ip_from_sockaddr(from, &addr, &port)) {
+        close(sd);
+        return;
+    }
+    port = ntohs(port);
 
     /* the claim may have come first */
     for (int i = 0; i < c->num_modules; i++) {
         mca_btl_devmem_endpoint_t *ep;
         OPAL_LIST_FOREACH (ep, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
             struct mca_btl_devmem_devflow *df = ep->devflow;
-            if (NULL != df && df->claim_pending && df->claim_addr == from->sin_addr.s_addr
-                && df->claim_port == port) {
+            if (NULL != df && df->claim_pending
+                && mca_btl_devmem_ip_equal(&df->claim_addr, &addr) && df->claim_port == port) {
                 (void) adopt(ep, dev, sd);
                 return;
             }
@@ -150,7 +158,7 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
     }
     u->dev = dev;
     u->sd = sd;
-    u->addr = from->sin_addr.s_addr;
+    u->addr = addr;
     u->port = port;
     opal_list_append(&unclaimed, &u->super);
     opal_event_evtimer_set(opal_sync_event_base, &u->timer, unclaimed_timeout, u);
@@ -161,12 +169,20 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
                                  const struct mca_btl_devmem_hdr *h)
 {
     struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_of(ep);
-    uint32_t addr = (uint32_t) h->addr;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    struct mca_btl_devmem_ip addr;
     uint16_t port = (uint16_t) h->id;
     devflow_unclaimed_t *u;
 
     if (NULL == df) {
         mca_btl_devmem_endpoint_fail(ep, "out of memory for a device flow", ENOMEM);
+        return -1;
+    }
+    /* the device flow comes from the address our control connection comes from */
+    if (0 != getpeername(ep->sd, (struct sockaddr *) &ss, &len)
+        || 0 != mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &ss, &addr, NULL)) {
+        mca_btl_devmem_endpoint_fail(ep, "cannot name the control connection's peer", errno);
         return -1;
     }
     if (df->rx_sd >= 0 || df->claim_pending) {
@@ -175,7 +191,7 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
     }
     unclaimed_init();
     OPAL_LIST_FOREACH (u, &unclaimed, devflow_unclaimed_t) {
-        if (u->addr == addr && u->port == port) {
+        if (mca_btl_devmem_ip_equal(&u->addr, &addr) && u->port == port) {
             struct mca_btl_devmem_dev *dev = u->dev;
             int sd = u->sd;
             u->sd = -1;

@@ -30,7 +30,7 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep);
 
 /* A connection arrived on module dev's device-flow port. */
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
-                                     const struct sockaddr_in *from);
+                                     const struct sockaddr *from);
 
 /* ep's peer names its device-flow connection (a checked DEVFLOW header). 0, or -1 when ep
  * failed. */

@@ -39,7 +39,7 @@ struct mca_btl_devmem_devflow {
     uint64_t expected;               /* bytes still owed to all of gets */
     /* a claim that arrived before its connection */
     bool claim_pending;
-    uint32_t claim_addr;             /* network byte order */
+    struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */
 };
 

@@ -21,8 +21,10 @@ static void tx_watch_cb(int sd, short flags, void *arg);
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
 {
     struct mca_btl_devmem_devflow *df;
-    struct sockaddr_in local = {0}, remote = {0};
+    struct sockaddr_storage local;
     socklen_t len = sizeof(local);
+    struct mca_btl_devmem_ip ip;
+    uint16_t port = 0;
     mca_btl_devmem_frag_t *claim;
     int sd;
 
@@ -33,25 +35,18 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
     if (NULL == (df = mca_btl_devmem_devflow_of(ep)) || df->tx_sd >= 0) {
         return;
     }
-    sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* leave through this module's interface, from its address: the one the peer knows as
+     * our control connection's, so that the claim needs to name only the port */
+    sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.devflow_port);
     if (sd < 0) {
-        mca_btl_devmem_endpoint_fail(ep, "cannot open a device flow", errno);
+        mca_btl_devmem_endpoint_fail(ep, "cannot connect the device flow", -sd);
         return;
     }
-    mca_btl_devmem_tune_socket(sd);
-    /* leave through this module's interface, from an address the claim can name */
-    local.sin_family = AF_INET;
-    local.sin_addr.s_addr = ep->module->itf.addr;
-    remote.sin_family = AF_INET;
-    remote.sin_addr.s_addr = ep->remote.addr;
-    remote.sin_port = ep->remote.devflow_port;
-    if (0 != bind(sd, (struct sockaddr *) &local, sizeof(local))
-        || (0 != connect(sd, (struct sockaddr *) &remote, sizeof(remote))
-            && EINPROGRESS != errno)
-        || 0 != getsockname(sd, (struct sockaddr *) &local, &len)) {
+    if (0 != getsockname(sd, (struct sockaddr *) &local, &len)
+        || 0 != mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &local, &ip, &port)) {
         int err = errno;
         close(sd);
-        mca_btl_devmem_endpoint_fail(ep, "cannot connect the device flow", err);
+        mca_btl_devmem_endpoint_fail(ep, "cannot name the device flow", err);
         return;
     }
     df->tx_sd = sd;
@@ -76,13 +71,13 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
     claim->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
     mca_btl_devmem_frag_prepare_write(claim);
     claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
-    claim->hdr.addr = local.sin_addr.s_addr;
-    claim->hdr.id = ntohs(local.sin_port);
+    claim->hdr.addr = 0; /* reserved: the address is the control connection's */
+    claim->hdr.id = ntohs(port);
     if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
         mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
     }
     DEVMEM_VERBOSE(20, "device flow to %s from port %u", OPAL_NAME_PRINT(ep->peer->name),
-                   (unsigned) ntohs(local.sin_port));
+                   (unsigned) ntohs(port));
 }
 
 /* A devmem TX send completed (in order): count its bytes against the frag it carried. */

@@ -437,34 +437,43 @@ static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
     return 0;
 }
 
+int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
+                                  const struct mca_btl_devmem_modex_addr *remote,
+                                  uint16_t port_net)
+{
+    struct sockaddr_storage ss;
+    struct mca_btl_devmem_ip ip;
+    socklen_t len;
+    int sd;
+
+    if (!mca_btl_devmem_modex_ip(remote, &ip) || ip.family != itf->addr.family) {
+        return -EAFNOSUPPORT;
+    }
+    /* leave through this interface: bound to its address */
+    if ((sd = mca_btl_devmem_bound_socket(itf, 0)) < 0) {
+        return sd;
+    }
+    mca_btl_devmem_tune_socket(sd);
+    /* a link-local peer is reached through the interface we leave by */
+    len = mca_btl_devmem_ip_to_sockaddr(&ip, port_net, itf->ifindex, &ss);
+    if (0 != connect(sd, (struct sockaddr *) &ss, len) && EINPROGRESS != errno) {
+        int err = errno;
+        close(sd);
+        return -err;
+    }
+    return sd;
+}
+
 /* Called with ep->lock held. Returns 0 or -errno. */
 static int start_connect(mca_btl_devmem_endpoint_t *ep)
 {
-    struct sockaddr_in local = {0}, remote = {0};
     int sd;
 
-    sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (sd < 0) {
-        return -errno;
-    }
-    mca_btl_devmem_tune_socket(sd);
-    /* leave through this module's interface */
-    local.sin_family = AF_INET;
-    local.sin_addr.s_addr = ep->module->itf.addr;
-    if (0 != bind(sd, (struct sockaddr *) &local, sizeof(local))) {
-        int err = errno;
-        close(sd);
-        return -err;
-    }
-    remote.sin_family = AF_INET;
-    remote.sin_addr.s_addr = ep->remote.addr;
-    remote.sin_port = ep->remote.port;
     DEVMEM_VERBOSE(20, "connecting to %s via %s", OPAL_NAME_PRINT(ep->peer->name),
                    ep->module->itf.name);
-    if (0 != connect(sd, (struct sockaddr *) &remote, sizeof(remote)) && EINPROGRESS != errno) {
-        int err = errno;
-        close(sd);
-        return -err;
+    sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.port);
+    if (sd < 0) {
+        return sd;
     }
     socket_attach(ep, sd);
     ep->state = MCA_BTL_DEVMEM_EP_CONNECTING;

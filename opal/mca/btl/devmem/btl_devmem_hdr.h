@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define MCA_BTL_DEVMEM_MAGIC 0x4d444d42u /* "BMDM" in memory on little-endian */
-#define MCA_BTL_DEVMEM_PROTO_VERSION 1
+#define MCA_BTL_DEVMEM_PROTO_VERSION 2
 
 /* Largest payload a peer may ever announce as its fragment limit: the peer's own
  * announcement is the bound that counts, this only caps what we agree to. */
@@ -52,7 +52,7 @@ enum mca_btl_devmem_hdr_type {
     MCA_BTL_DEVMEM_HDR_GET_REQ = 3,  /* please send `size` bytes from your addr, id = request */
     MCA_BTL_DEVMEM_HDR_GET_RESP = 4, /* payload answers GET_REQ `id` */
     MCA_BTL_DEVMEM_HDR_FIN = 5,      /* orderly close: the next EOF is not a failure */
-    MCA_BTL_DEVMEM_HDR_DEVFLOW = 6,  /* "my device-flow connection to you comes from addr:id" */
+    MCA_BTL_DEVMEM_HDR_DEVFLOW = 6,  /* "my device-flow connection to you comes from port id" */
     MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_DEVFLOW,
 };
 
@@ -63,9 +63,11 @@ enum mca_btl_devmem_hdr_type {
 /*
  * Device flows. A device-flow connection carries payload bytes only: on a devmem NIC they
  * land in device memory, where the CPU cannot parse headers. So the connector sends nothing
- * on it to identify itself; it names the connection's source address and port in a DEVFLOW
- * fragment on the already authenticated control connection (addr: IPv4 in network byte
- * order, id: port in host order), and the acceptor adopts the accepted socket that matches.
+ * on it to identify itself; it names the connection's source port in a DEVFLOW fragment on
+ * the already authenticated control connection (id: port in host order; addr: 0, reserved),
+ * and the acceptor adopts the accepted socket from that port and from the address the
+ * control connection comes from (the connector binds both to its module's address), which
+ * works alike for IPv4 and IPv6. Version 1 sent the IPv4 source address in addr.
  */
 
 struct mca_btl_devmem_hdr {

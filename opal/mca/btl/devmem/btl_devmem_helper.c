@@ -106,7 +106,8 @@ void mca_btl_devmem_helper_release(uint32_t id)
     }
 }
 
-int mca_btl_devmem_helper_listen_socket(uint32_t addr, int *fd, uint16_t *port)
+int mca_btl_devmem_helper_listen_socket(const struct mca_btl_devmem_if *itf, int *fd,
+                                        uint16_t *port)
 {
     unsigned int lo = 32768, hi = 60999, span, start;
     FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
@@ -127,20 +128,17 @@ int mca_btl_devmem_helper_listen_socket(uint32_t addr, int *fd, uint16_t *port)
     for (unsigned int i = 0; i < span && i < 512; i++) {
         unsigned int k = (start + i) % span;
         unsigned int p = k < 65535 - hi ? hi + 1 + k : 1024 + (k - (65535 - hi));
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) p),
-                                 .sin_addr.s_addr = addr};
-        int sd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int sd = mca_btl_devmem_bound_socket(itf, (uint16_t) p);
 
-        if (sd < 0) {
-            return -errno;
-        }
-        if (0 == bind(sd, (struct sockaddr *) &sa, sizeof(sa)) && 0 == listen(sd, SOMAXCONN)) {
+        if (sd >= 0 && 0 == listen(sd, SOMAXCONN)) {
             *fd = sd;
             *port = (uint16_t) p;
             return 0;
         }
-        err = errno;
-        close(sd);
+        err = sd < 0 ? -sd : errno;
+        if (sd >= 0) {
+            close(sd);
+        }
         if (EADDRINUSE != err) {
             break;
         }

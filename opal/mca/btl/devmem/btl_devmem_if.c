@@ -1,5 +1,6 @@
 /*
- * Interface discovery (getifaddrs) and the if_include / if_exclude rules.
+ * Interface discovery (getifaddrs), the if_include / if_exclude rules, the family of each
+ * interface, and the address helpers of both families.
  *
  * We read interfaces ourselves rather than through OPAL's list because OPAL drops
  * loopback unless told otherwise, and loopback is the best path between ranks that
@@ -16,14 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint8_t prefix_of(uint32_t mask_net)
+/* Leading one bits of a netmask of len bytes. */
+static uint8_t prefix_of(const uint8_t *mask, size_t len)
 {
-    uint32_t m = ntohl(mask_net);
     uint8_t n = 0;
 
-    while (m & 0x80000000u) {
-        n++;
-        m <<= 1;
+    for (size_t i = 0; i < len; i++) {
+        for (uint8_t bit = 0x80; 0 != bit; bit >>= 1) {
+            if (!(mask[i] & bit)) {
+                return n;
+            }
+            n++;
+        }
     }
     return n;
 }
@@ -37,7 +42,9 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
         return -errno;
     }
     for (ifa = all; NULL != ifa && n < max; ifa = ifa->ifa_next) {
-        if (NULL == ifa->ifa_addr || AF_INET != ifa->ifa_addr->sa_family) {
+        int family = NULL != ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
+
+        if (AF_INET != family && AF_INET6 != family) {
             continue;
         }
         /* Administratively up is enough: carrier (IFF_RUNNING) can lag behind by a
@@ -49,10 +56,18 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
         memset(itf, 0, sizeof(*itf));
         snprintf(itf->name, sizeof(itf->name), "%s", ifa->ifa_name);
         itf->ifindex = if_nametoindex(ifa->ifa_name);
-        itf->addr = ((struct sockaddr_in *) ifa->ifa_addr)->sin_addr.s_addr;
-        itf->prefix = NULL != ifa->ifa_netmask
-                          ? prefix_of(((struct sockaddr_in *) ifa->ifa_netmask)->sin_addr.s_addr)
-                          : 32;
+        (void) mca_btl_devmem_ip_from_sockaddr(ifa->ifa_addr, &itf->addr, NULL);
+        if (AF_INET == family) {
+            itf->prefix = NULL != ifa->ifa_netmask
+                              ? prefix_of((const uint8_t *) &((struct sockaddr_in *)
+                                                                  ifa->ifa_netmask)->sin_addr, 4)
+                              : 32;
+        } else {
+            itf->prefix = NULL != ifa->ifa_netmask
+                              ? prefix_of((const uint8_t *) &((struct sockaddr_in6 *)
+                                                                  ifa->ifa_netmask)->sin6_addr, 16)
+                              : 128;
+        }
         itf->loopback = 0 != (ifa->ifa_flags & IFF_LOOPBACK);
         n++;
     }
@@ -60,35 +75,156 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
     return n;
 }
 
-bool mca_btl_devmem_if_same_net(uint32_t a, uint32_t b, uint8_t prefix)
+bool mca_btl_devmem_ip_same_net(const struct mca_btl_devmem_ip *a,
+                                const struct mca_btl_devmem_ip *b, uint8_t prefix)
 {
-    uint32_t mask = 0 == prefix ? 0 : htonl(0xffffffffu << (32 - (prefix > 32 ? 32 : prefix)));
-    return (a & mask) == (b & mask);
+    size_t len = AF_INET == a->family ? 4 : 16;
+    unsigned bits = prefix > len * 8 ? (unsigned) len * 8 : prefix;
+
+    if (a->family != b->family) {
+        return false;
+    }
+    if (0 != memcmp(a->a.bytes, b->a.bytes, bits / 8)) {
+        return false;
+    }
+    if (0 != bits % 8) {
+        uint8_t mask = (uint8_t) (0xff << (8 - bits % 8));
+        return (a->a.bytes[bits / 8] & mask) == (b->a.bytes[bits / 8] & mask);
+    }
+    return true;
 }
 
-/* Parse "a.b.c.d/n" into network and prefix. Returns 0, or -EINVAL. */
-static int parse_cidr(const char *s, uint32_t *net, uint8_t *prefix)
+bool mca_btl_devmem_ip_equal(const struct mca_btl_devmem_ip *a, const struct mca_btl_devmem_ip *b)
+{
+    return a->family == b->family
+           && 0 == memcmp(a->a.bytes, b->a.bytes, AF_INET == a->family ? 4 : 16);
+}
+
+bool mca_btl_devmem_ip_is_link_local(const struct mca_btl_devmem_ip *ip)
+{
+    return AF_INET6 == ip->family && IN6_IS_ADDR_LINKLOCAL(&ip->a.v6);
+}
+
+socklen_t mca_btl_devmem_ip_to_sockaddr(const struct mca_btl_devmem_ip *ip, uint16_t port_net,
+                                        unsigned int scope, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (AF_INET == ip->family) {
+        struct sockaddr_in *sin = (struct sockaddr_in *) ss;
+        sin->sin_family = AF_INET;
+        sin->sin_addr = ip->a.v4;
+        sin->sin_port = port_net;
+        return sizeof(*sin);
+    }
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) ss;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_addr = ip->a.v6;
+    sin6->sin6_port = port_net;
+    sin6->sin6_scope_id = IN6_IS_ADDR_LINKLOCAL(&ip->a.v6) ? scope : 0;
+    return sizeof(*sin6);
+}
+
+int mca_btl_devmem_ip_from_sockaddr(const struct sockaddr *sa, struct mca_btl_devmem_ip *ip,
+                                    uint16_t *port_net)
+{
+    memset(ip, 0, sizeof(*ip));
+    if (AF_INET == sa->sa_family) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *) sa;
+        ip->family = AF_INET;
+        ip->a.v4 = sin->sin_addr;
+        if (NULL != port_net) {
+            *port_net = sin->sin_port;
+        }
+        return 0;
+    }
+    if (AF_INET6 == sa->sa_family) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) sa;
+        /* an IPv4 peer on a dual-stack socket is that IPv4 address */
+        if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+            ip->family = AF_INET;
+            memcpy(&ip->a.v4, &sin6->sin6_addr.s6_addr[12], 4);
+        } else {
+            ip->family = AF_INET6;
+            ip->a.v6 = sin6->sin6_addr;
+        }
+        if (NULL != port_net) {
+            *port_net = sin6->sin6_port;
+        }
+        return 0;
+    }
+    return -EAFNOSUPPORT;
+}
+
+const char *mca_btl_devmem_ip_str(const struct mca_btl_devmem_ip *ip, char *buf, size_t len)
+{
+    if (NULL == inet_ntop(AF_INET == ip->family ? AF_INET : AF_INET6, ip->a.bytes, buf,
+                          (socklen_t) len)) {
+        snprintf(buf, len, "(family %u)", (unsigned) ip->family);
+    }
+    return buf;
+}
+
+int mca_btl_devmem_if_pick_family(struct mca_btl_devmem_if *ifs, int n,
+                                  enum mca_btl_devmem_family family)
+{
+    bool keep[MCA_BTL_DEVMEM_IF_MAX] = {false};
+    int kept = 0;
+
+    for (int i = 0; i < n && i < MCA_BTL_DEVMEM_IF_MAX; i++) {
+        bool has_v4 = false, has_v6_routable = false;
+
+        for (int j = 0; j < n; j++) {
+            if (ifs[j].ifindex != ifs[i].ifindex) {
+                continue;
+            }
+            has_v4 |= AF_INET == ifs[j].addr.family;
+            has_v6_routable |= AF_INET6 == ifs[j].addr.family
+                               && !mca_btl_devmem_ip_is_link_local(&ifs[j].addr);
+        }
+        if (AF_INET == ifs[i].addr.family) {
+            keep[i] = MCA_BTL_DEVMEM_FAMILY_IPV6 != family;
+        } else {
+            keep[i] = MCA_BTL_DEVMEM_FAMILY_IPV4 != family
+                      && (MCA_BTL_DEVMEM_FAMILY_IPV6 == family || !has_v4)
+                      && (!mca_btl_devmem_ip_is_link_local(&ifs[i].addr) || !has_v6_routable);
+        }
+    }
+    for (int i = 0; i < n && i < MCA_BTL_DEVMEM_IF_MAX; i++) {
+        if (keep[i]) {
+            ifs[kept++] = ifs[i];
+        }
+    }
+    return kept;
+}
+
+/* Parse "address/n" of either family into network and prefix. Returns 0, or -EINVAL. */
+static int parse_cidr(const char *s, struct mca_btl_devmem_ip *net, uint8_t *prefix)
 {
     char buf[64];
     const char *slash = strchr(s, '/');
     char *end;
-    struct in_addr in;
-    long p;
+    long p, max;
 
     if (NULL == slash || (size_t) (slash - s) >= sizeof(buf)) {
         return -EINVAL;
     }
     memcpy(buf, s, slash - s);
     buf[slash - s] = '\0';
-    if (1 != inet_pton(AF_INET, buf, &in)) {
+    memset(net, 0, sizeof(*net));
+    if (1 == inet_pton(AF_INET, buf, &net->a.v4)) {
+        net->family = AF_INET;
+        max = 32;
+    } else if (1 == inet_pton(AF_INET6, buf, &net->a.v6)) {
+        net->family = AF_INET6;
+        max = 128;
+    } else {
         return -EINVAL;
     }
     errno = 0;
     p = strtol(slash + 1, &end, 10);
-    if (0 != errno || end == slash + 1 || '\0' != *end || p < 0 || p > 32) {
+    if (0 != errno || end == slash + 1 || '\0' != *end || p < 0 || p > max) {
         return -EINVAL;
     }
-    *net = in.s_addr;
     *prefix = (uint8_t) p;
     return 0;
 }
@@ -96,18 +232,20 @@ static int parse_cidr(const char *s, uint32_t *net, uint8_t *prefix)
 static int match_entry(const struct mca_btl_devmem_if *itf, const char *entry, char *why,
                        size_t whylen)
 {
-    uint32_t net;
+    struct mca_btl_devmem_ip net;
     uint8_t prefix;
 
     if (NULL == strchr(entry, '/')) {
         return 0 == strcmp(itf->name, entry);
     }
     if (0 != parse_cidr(entry, &net, &prefix)) {
-        snprintf(why, whylen, "'%s' is neither an interface name nor an IPv4 network a.b.c.d/n",
+        snprintf(why, whylen,
+                 "'%s' is neither an interface name nor a network (a.b.c.d/n or an IPv6 "
+                 "address/n)",
                  entry);
         return -EINVAL;
     }
-    return mca_btl_devmem_if_same_net(itf->addr, net, prefix);
+    return mca_btl_devmem_ip_same_net(&itf->addr, &net, prefix);
 }
 
 /* Calls fn for each non-empty, trimmed entry of a comma-separated list; stops on non-zero. */

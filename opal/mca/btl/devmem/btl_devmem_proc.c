@@ -175,11 +175,29 @@ static bool first_routable_module(const mca_btl_devmem_module_t *m)
 {
     for (int i = 0; i < mca_btl_devmem_component.num_modules; i++) {
         const mca_btl_devmem_module_t *o = mca_btl_devmem_component.modules[i];
-        if (!o->itf.loopback && o->link == m->link) {
+        if (!o->itf.loopback && o->link == m->link && o->itf.addr.family == m->itf.addr.family) {
             return o == m;
         }
     }
     return false;
+}
+
+/* Is the peer's record a's address of m's family and, under the shorter of the two
+ * prefixes, on m's network? */
+static bool same_net(const struct mca_btl_devmem_modex_addr *a, const mca_btl_devmem_module_t *m)
+{
+    struct mca_btl_devmem_ip ip;
+    uint8_t prefix = a->prefix < m->itf.prefix ? a->prefix : m->itf.prefix;
+
+    return mca_btl_devmem_modex_ip(a, &ip) && mca_btl_devmem_ip_same_net(&ip, &m->itf.addr, prefix);
+}
+
+static bool same_family(const struct mca_btl_devmem_modex_addr *a,
+                        const mca_btl_devmem_module_t *m)
+{
+    struct mca_btl_devmem_ip ip;
+
+    return mca_btl_devmem_modex_ip(a, &ip) && ip.family == m->itf.addr.family;
 }
 
 const struct mca_btl_devmem_modex_addr *
@@ -194,7 +212,7 @@ mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer, const mca_btl_d
         }
         for (int i = 0; i < peer->naddrs; i++) {
             if ((peer->addrs[i].flags & MCA_BTL_DEVMEM_ADDR_LOOPBACK)
-                && peer->addrs[i].link == m->link) {
+                && peer->addrs[i].link == m->link && same_family(&peer->addrs[i], m)) {
                 return &peer->addrs[i];
             }
         }
@@ -205,9 +223,7 @@ mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer, const mca_btl_d
     }
     for (int i = 0; i < peer->naddrs; i++) {
         const struct mca_btl_devmem_modex_addr *a = &peer->addrs[i];
-        uint8_t prefix = a->prefix < m->itf.prefix ? a->prefix : m->itf.prefix;
-        if (!(a->flags & MCA_BTL_DEVMEM_ADDR_LOOPBACK) && a->link == m->link
-            && mca_btl_devmem_if_same_net(a->addr, m->itf.addr, prefix)) {
+        if (!(a->flags & MCA_BTL_DEVMEM_ADDR_LOOPBACK) && a->link == m->link && same_net(a, m)) {
             return a;
         }
     }
@@ -220,9 +236,8 @@ mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer, const mca_btl_d
         }
         for (int i = 0; i < peer->naddrs; i++) {
             const struct mca_btl_devmem_modex_addr *a = &peer->addrs[i];
-            uint8_t prefix = a->prefix < o->itf.prefix ? a->prefix : o->itf.prefix;
             if (!(a->flags & MCA_BTL_DEVMEM_ADDR_LOOPBACK) && a->link == o->link
-                && mca_btl_devmem_if_same_net(a->addr, o->itf.addr, prefix)) {
+                && same_net(a, o)) {
                 return NULL;
             }
         }
@@ -230,9 +245,13 @@ mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer, const mca_btl_d
     if (!first_routable_module(m)) {
         return NULL;
     }
+    /* a routed path: same family, and never to a link-local address, which is no route */
     for (int i = 0; i < peer->naddrs; i++) {
+        struct mca_btl_devmem_ip ip;
         if (!(peer->addrs[i].flags & MCA_BTL_DEVMEM_ADDR_LOOPBACK)
-            && peer->addrs[i].link == m->link) {
+            && peer->addrs[i].link == m->link && mca_btl_devmem_modex_ip(&peer->addrs[i], &ip)
+            && ip.family == m->itf.addr.family && !mca_btl_devmem_ip_is_link_local(&ip)
+            && !mca_btl_devmem_ip_is_link_local(&m->itf.addr)) {
             return &peer->addrs[i];
         }
     }
