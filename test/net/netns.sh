@@ -6,8 +6,9 @@
 #                          namespaces cannot be made: not root, no ip/unshare); removes it all
 #                          again on exit, ^C or TERM
 #   netns_add_link NAME ADDR_A ADDR_B
-#                          a second veth pair NAME between the namespaces (addresses /24, in a
-#                          subnet of their own), removed with the namespaces
+#                          a second veth pair NAME between the namespaces (IPv4 addresses /24
+#                          in a subnet of their own, or IPv6 ones /64 and only those), removed
+#                          with the namespaces
 #   netns_shape ARGS...    tc qdisc on the veth in both namespaces, e.g. root tbf rate 1gbit ...
 #   netns_unshape          remove that qdisc again
 #   netns_mpirun SECONDS NA NB MPIRUN-ARGS...
@@ -23,7 +24,7 @@
 #                          yields by itself when its connections are quiet; 1 for other BTLs,
 #                          since 2+2 ranks oversubscribe 2 cores), the test's BTL list and
 #                          extra arguments
-#   netns_link_bytes       bytes sent on the veth so far, both directions together
+#   netns_link_bytes [LINK] bytes sent on the veth (or LINK) so far, both directions together
 #   netns_cleanup          what the exit trap does (idempotent)
 #
 # Names are unique per run (the shell's pid): namespaces devmem-<pid>-a/-b, link dmv<pid> (the
@@ -115,10 +116,14 @@ netns_setup() {
 }
 
 netns_add_link() {
-    local name=${1:0:15} a=$2 b=$3 ns
+    local name=${1:0:15} a=$2 b=$3 ns len=24 opt=()
+    case "$a" in
+        *:*) len=64 opt=(nodad) ;; # IPv6: usable at once, no duplicate detection
+    esac
     ip link add "$name" netns "$NETNS_A" type veth peer name "$name" netns "$NETNS_B" ||
         _netns_setup_fail "cannot create the veth pair $name"
-    ip -n "$NETNS_A" addr add "$a/24" dev "$name" && ip -n "$NETNS_B" addr add "$b/24" dev "$name" ||
+    ip -n "$NETNS_A" addr add "$a/$len" dev "$name" "${opt[@]}" &&
+        ip -n "$NETNS_B" addr add "$b/$len" dev "$name" "${opt[@]}" ||
         _netns_setup_fail "cannot address the veth pair $name"
     for ns in "$NETNS_A" "$NETNS_B"; do
         ip -n "$ns" link set "$name" up || _netns_setup_fail "cannot bring up $name in $ns"
@@ -143,8 +148,8 @@ netns_unshape() {
     echo "netns: $NETNS_LINK unshaped"
 }
 
-netns_link_bytes() {
-    local d=/sys/class/net/$NETNS_LINK/statistics
+netns_link_bytes() { # [LINK]: the first veth by default
+    local d=/sys/class/net/${1:-$NETNS_LINK}/statistics
     ip netns exec "$NETNS_A" sh -c "echo \$(( \$(cat $d/tx_bytes) + \$(cat $d/rx_bytes) ))"
 }
 
