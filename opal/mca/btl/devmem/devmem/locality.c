@@ -1,7 +1,9 @@
 /*
  * PCI paths between a device and a network interface, from hwloc (see locality.h).
  */
+#ifdef HAVE_CONFIG_H
 #include "config.h"
+#endif
 
 #include "locality.h"
 
