@@ -709,6 +709,12 @@ static int create_modules(void)
         opal_show_help("help-mpi-btl-devmem.txt", "if_include unmatched", true, unmatched);
     }
     n = mca_btl_devmem_if_pick_family(ifs, n, family);
+    DEVMEM_VERBOSE(5, "Open MPI's accelerator: %s; gets from its device memory %s",
+                   mca_btl_devmem_accelerator(),
+                   0 == strcmp(mca_btl_devmem_accelerator(), "cuda") ? "offered to the PML"
+                   : 0 == strcmp(mca_btl_devmem_accelerator(), "none")
+                       ? "as the build allows (Open MPI 4)"
+                       : "not offered (the device path carries CUDA memory only)");
     if (0 == n) {
         DEVMEM_VERBOSE(5, "no usable interface (if_include='%s', if_exclude='%s', family %s)",
                        c->if_include, c->if_exclude, c->family);
@@ -728,6 +734,11 @@ static int create_modules(void)
                 return OPAL_ERR_OUT_OF_RESOURCE;
             }
             memcpy(m, &mca_btl_devmem_module_template, sizeof(*m));
+#if BTL_VERSION >= 330
+            if (0 != strcmp(mca_btl_devmem_accelerator(), "cuda")) {
+                m->super.btl_flags &= ~MCA_BTL_FLAGS_ACCELERATOR_GET;
+            }
+#endif
             if (!c->sendi) {
                 m->super.btl_sendi = NULL; /* the PML then packs nothing itself */
             }

@@ -191,6 +191,11 @@ static mca_btl_base_descriptor_t *btl_prepare_src(struct mca_btl_base_module_t *
         if (mca_btl_devmem_mem_is_device(src, &ordinal)) {
             return prepare_device_src(convertor, src, ordinal, reserve, size, max_data, flags);
         }
+        /* device memory we cannot read (Open MPI 5 says "no buffers needed" for it): the
+         * convertor packs it, with its accelerator's copies */
+        if (mca_btl_devmem_mem_is_foreign(src)) {
+            in_place = false;
+        }
     }
     frag = mca_btl_devmem_frag_alloc(in_place ? reserve : reserve + max_data);
     if (OPAL_UNLIKELY(NULL == frag)) {
@@ -433,7 +438,9 @@ static int btl_ft_event(int state)
 /* An Open MPI built with CUDA (4.x) or accelerator (5.x) support hands device buffers to
  * the RGET protocol only on BTLs that say they can get from them; this one can (register_mem
  * tells device memory apart and the device flow carries it). Debian's has neither: there the
- * parameter set in contrib/devmem-device-buffers.conf routes device buffers instead. */
+ * parameter set in contrib/devmem-device-buffers.conf routes device buffers instead. On 5.x
+ * the flag stays only where the accelerator is CUDA's (create_modules): it would also bring
+ * ROCm or Level Zero buffers, and osc/rdma windows in them, to a path that carries CUDA's. */
 #if BTL_VERSION >= 330
 #define DEVMEM_FLAGS_DEVICE_GET MCA_BTL_FLAGS_ACCELERATOR_GET
 #elif OPAL_CUDA_SUPPORT

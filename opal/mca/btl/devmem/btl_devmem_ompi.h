@@ -32,4 +32,39 @@
 #define MCA_BTL_DEVMEM_MODEX_SCOPE OPAL_PMIX_GLOBAL
 #endif
 
+/* Open MPI 5's accelerator framework: which component it selected ("null" without one;
+ * "cuda", "rocm", "ze") and whether it calls a pointer device memory. Open MPI 4.1 has no
+ * such framework: device memory is what the component's own CUDA check finds. */
+#if BTL_VERSION >= 330
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "opal/mca/accelerator/accelerator.h"
+#include "opal/mca/accelerator/base/base.h"
+
+static inline const char *mca_btl_devmem_accelerator(void)
+{
+    const char *name = opal_accelerator_base_selected_component.base_version.mca_component_name;
+    return '\0' != name[0] ? name : "null";
+}
+
+static inline bool mca_btl_devmem_accelerator_is_device(const void *ptr)
+{
+    int dev_id = -1;
+    uint64_t flags = 0;
+    return NULL != opal_accelerator.check_addr
+           && opal_accelerator.check_addr(ptr, &dev_id, &flags) > 0;
+}
+#else
+static inline const char *mca_btl_devmem_accelerator(void)
+{
+    return "none";
+}
+
+static inline bool mca_btl_devmem_accelerator_is_device(const void *ptr)
+{
+    return false;
+}
+#endif
+
 #endif /* MCA_BTL_DEVMEM_OMPI_H */

@@ -36,6 +36,24 @@ bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal)
     return 1 == rc;
 }
 
+bool mca_btl_devmem_mem_is_foreign(const void *ptr)
+{
+    static bool said;
+
+    if (!mca_btl_devmem_accelerator_is_device(ptr) || mca_btl_devmem_mem_is_device(ptr, NULL)) {
+        return false;
+    }
+    if (!said) {
+        said = true;
+        opal_output_verbose(1, mca_btl_devmem_component.output,
+                            "btl:devmem: device memory of Open MPI's '%s' accelerator is not "
+                            "CUDA memory, which is all the device path carries: such buffers "
+                            "go through Open MPI's own copies instead",
+                            mca_btl_devmem_accelerator());
+    }
+    return true;
+}
+
 int mca_btl_devmem_mem_copy(void *dst, const void *src, size_t len, int ordinal, char *why,
                             size_t whylen)
 {
@@ -272,10 +290,14 @@ mca_btl_base_registration_handle_t *mca_btl_devmem_register_mem(
     struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep, void *base,
     size_t size, uint32_t flags)
 {
-    struct devmem_reg *reg = calloc(1, sizeof(*reg));
+    struct devmem_reg *reg;
     int ordinal = -1;
 
-    if (NULL == reg) {
+    /* no handle: the PML takes another protocol, whose copies its accelerator makes */
+    if (mca_btl_devmem_mem_is_foreign(base)) {
+        return NULL;
+    }
+    if (NULL == (reg = calloc(1, sizeof(*reg)))) {
         return NULL;
     }
     reg->handle.base = (uint64_t) (uintptr_t) base;

@@ -52,6 +52,10 @@ struct mca_btl_devmem_txmem {
  * does not use CUDA. */
 bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal);
 
+/* Device memory that Open MPI 5's accelerator framework knows and the device path cannot
+ * carry (not CUDA: ROCm, Level Zero). Said once at verbosity 1. Always false on 4.1. */
+bool mca_btl_devmem_mem_is_foreign(const void *ptr);
+
 /* Copy between any two pointers, either in device memory (ordinal: that device). 0 or -1
  * with why filled. */
 int mca_btl_devmem_mem_copy(void *dst, const void *src, size_t len, int ordinal, char *why,
