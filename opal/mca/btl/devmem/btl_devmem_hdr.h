@@ -195,7 +195,7 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
     case MCA_BTL_DEVMEM_HDR_FIN:
         return 0 == hdr->size ? MCA_BTL_DEVMEM_CHECK_OK : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:
-        return 0 == hdr->size && 0 == hdr->tag && hdr->addr <= UINT32_MAX && 0 != hdr->id
+        return 0 == hdr->size && 0 == hdr->tag && 0 == hdr->addr && 0 != hdr->id
                        && hdr->id <= UINT16_MAX
                    ? MCA_BTL_DEVMEM_CHECK_OK
                    : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
