@@ -15,6 +15,11 @@
 #   DEVMEM_TEST_TIMEOUT   seconds per test script (default 300)
 #   DEVMEM_TEST_TAIL      lines of a failed test's log to print (default 40; failure-looking
 #                         lines above them are printed too, marked "!")
+#   DEVMEM_COMPONENT_FROM_OMPI
+#                         1: test the btl devmem that Open MPI has in its own component
+#                         directory (built inside its source tree), not this build's
+#
+# The tests run against the Open MPI the build was configured for (configure --with-ompi).
 #
 # A test exits 0 (pass), 77 (skip: it prints why) or anything else (fail); one that runs past its
 # time limit fails. One line per test; the last line is "N passed, N failed, N skipped".
@@ -79,6 +84,9 @@ trap on_signal INT TERM
 
 echo "run-tests: build $DEVMEM_BUILD, btl ${DEVMEM_TEST_BTL:-devmem,self}" \
     "${DEVMEM_TEST_MCA:+(extra: $DEVMEM_TEST_MCA) }logs in $logdir"
+echo "run-tests: Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v//p')" \
+    "($(command -v mpirun)), component from" \
+    "$(echo "$OMPI_MCA_mca_base_component_path" | cut -d: -f1)"
 
 for t in "${tests[@]}"; do
     IFS=$'\t' read -r name kind path <<<"$t"

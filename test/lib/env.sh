@@ -23,7 +23,11 @@ DEVMEM_OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *
 # Only name our directory when it exists: Open MPI 4.1.4 mis-parses the whole command line
 # ('mpirun: Error: unknown option "--oversubscribe"') when the first entry of the path is missing,
 # which is the case before `make install` (e.g. runs with DEVMEM_TEST_BTL=tcp,self).
-if [ -d "$DEVMEM_PREFIX/lib/openmpi" ]; then
+# DEVMEM_COMPONENT_FROM_OMPI=1: the component Open MPI has in its own directory (built in its
+# source tree, or `make install-ompi`), not this build's.
+if [ "${DEVMEM_COMPONENT_FROM_OMPI:-0}" = 1 ]; then
+    export OMPI_MCA_mca_base_component_path="$DEVMEM_OMPI_PKGLIBDIR"
+elif [ -d "$DEVMEM_PREFIX/lib/openmpi" ]; then
     export OMPI_MCA_mca_base_component_path="$DEVMEM_PREFIX/lib/openmpi:$DEVMEM_OMPI_PKGLIBDIR"
 else
     export OMPI_MCA_mca_base_component_path="$DEVMEM_OMPI_PKGLIBDIR"
