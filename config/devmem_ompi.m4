@@ -41,8 +41,6 @@ AC_DEFUN([DEVMEM_FIND_OMPI], [
 
     devmem_save_CPPFLAGS=$CPPFLAGS
     CPPFLAGS="$CPPFLAGS $OMPI_CPPFLAGS"
-    AC_CHECK_HEADER([opal_config.h], [],
-        [AC_MSG_ERROR([opal_config.h not found: this Open MPI was installed without developer headers (Debian: install libopenmpi-dev; a source build: configure it --with-devel-headers)])])
     devmem_opal_config_h=
     for d in $devmem_ompi_incdirs; do
         AS_IF([test -z "$devmem_opal_config_h" && test -f "$d/openmpi/opal_config.h"],
@@ -50,6 +48,13 @@ AC_DEFUN([DEVMEM_FIND_OMPI], [
         AS_IF([test -z "$devmem_opal_config_h" && test -f "$d/opal_config.h"],
               [devmem_opal_config_h=$d/opal_config.h])
     done
+    AS_IF([test -z "$devmem_opal_config_h"],
+        [AC_MSG_ERROR([opal_config.h not found: this Open MPI was installed without developer headers (Debian: install libopenmpi-dev; a source build: configure it --with-devel-headers)])])
+    dnl Open MPI's headers are its compiler's: one built by gcc with _Float16 short floats,
+    dnl say, does not compile with an older clang
+    devmem_ompi_cc=`$MPICC --showme:command 2>/dev/null`
+    AC_CHECK_HEADER([opal_config.h], [],
+        [AC_MSG_ERROR([$devmem_opal_config_h does not compile with $CC; Open MPI was built with $devmem_ompi_cc (use that compiler: CC=$devmem_ompi_cc); config.log has the compiler's words])])
 
     dnl Read from the text: on an install with missing headers, opal_config.h does not compile.
     AC_MSG_CHECKING([Open MPI version])
