@@ -1,9 +1,7 @@
 /*
  * The copier (see copy.h).
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
+#include "build_config.h"
 
 #include "copy.h"
 

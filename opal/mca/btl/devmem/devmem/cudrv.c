@@ -1,9 +1,7 @@
 /*
  * The CUDA driver at run time (see cudrv.h).
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
+#include "build_config.h"
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -2,9 +2,7 @@
  * Memory providers behind one table (see dmabuf.h). Every provider says why it cannot work
  * here rather than failing later with a bare errno.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
+#include "build_config.h"
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

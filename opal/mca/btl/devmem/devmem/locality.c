@@ -1,9 +1,7 @@
 /*
  * PCI paths between a device and a network interface, from hwloc (see locality.h).
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
+#include "build_config.h"
 
 #include "locality.h"
 

@@ -1,6 +1,4 @@
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
+#include "build_config.h"
 
 #include "netlink.h"
 #include "uapi.h"

@@ -1,6 +1,4 @@
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
+#include "build_config.h"
 
 #include "nic.h"
 #include "netlink.h"
