@@ -113,6 +113,16 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
         [ "$n" -eq 2 ] && devmem_step_ok "the helper made 2 RX bindings for uid 65534" ||
             devmem_step_fail "the helper made $n RX bindings for uid 65534, expected 2"
     fi
+    # the same over IPv6 (::1): the helper steers device-flow ports of IPv6 listen sockets
+    if devmem_run_checked "pingpong np=2 as nobody through the helper, IPv6" pingpong 2 \
+        "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
+        mpirun --oversubscribe -np 2 "${mca[@]}" --mca btl_devmem_family ipv6 \
+        "$DEVMEM_MPI_BIN/pingpong" -m 16M; then
+        devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+        n=$(grep -c "uid 65534: RX binding" "$T/mpi.log")
+        [ "$n" -eq 4 ] && devmem_step_ok "the helper made 2 more RX bindings, for ::1" ||
+            devmem_step_fail "the helper made $n RX bindings for uid 65534, expected 4"
+    fi
     probe=$DEVMEM_PREFIX/bin/devmem-probe
     if as_nobody "$probe" -n -i lo --helper "$T/mpi.sock" >"$T/probe.out" 2>&1 &&
         grep -q "^helper: devmem-helperd answers at $T/mpi.sock" "$T/probe.out" &&
