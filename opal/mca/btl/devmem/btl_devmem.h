@@ -147,6 +147,9 @@ typedef struct mca_btl_devmem_component_t {
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */
+    /* Open MPI 5's accelerator is not CUDA's (ROCm, Level Zero): only then can a buffer be
+     * device memory that the device path cannot carry (mca_btl_devmem_mem_is_foreign) */
+    bool accel_foreign;
     int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
     int idle_block_us;      /* longest sleep of a waiting rank on a shared core, 0: none */
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
@@ -211,6 +214,8 @@ void mca_btl_devmem_print_stats(void);
 /* A non-blocking TCP socket of the interface's family, bound to its address and `port` (host
  * order; 0: any), IPv6 only for an IPv6 address. Returns it, or -errno. */
 int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port);
+/* The local port of a bound socket, in host order. 0, or -errno. */
+int mca_btl_devmem_local_port(int sd, uint16_t *port);
 /* A listen socket on the interface's address, port chosen by the kernel: control and
  * device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
 int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port);

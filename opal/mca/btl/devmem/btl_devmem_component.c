@@ -608,24 +608,36 @@ int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t po
     return sd;
 }
 
-int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port)
+int mca_btl_devmem_local_port(int sd, uint16_t *port)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     struct mca_btl_devmem_ip ip;
+
+    if (0 != getsockname(sd, (struct sockaddr *) &ss, &len)) {
+        return -errno;
+    }
+    if (0 != mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &ss, &ip, port)) {
+        return -EAFNOSUPPORT;
+    }
+    *port = ntohs(*port);
+    return 0;
+}
+
+int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port)
+{
     int sd = mca_btl_devmem_bound_socket(itf, 0); /* the kernel picks; the modex tells */
+    int rc;
 
     if (sd < 0) {
         return sd;
     }
-    if (0 != listen(sd, SOMAXCONN) || 0 != getsockname(sd, (struct sockaddr *) &ss, &len)) {
-        int err = errno;
+    rc = 0 != listen(sd, SOMAXCONN) ? -errno : mca_btl_devmem_local_port(sd, port);
+    if (0 != rc) {
         close(sd);
-        return -err;
+        return rc;
     }
     *fd = sd;
-    (void) mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &ss, &ip, port);
-    *port = ntohs(*port);
     return 0;
 }
 
@@ -667,7 +679,7 @@ static int publish_modex(void)
             .link = m->link,
             .devflow_port = NULL != m->dev ? htons(m->dev->listen_port) : 0,
         };
-        memcpy(a.addr, m->itf.addr.a.bytes, AF_INET == m->itf.addr.family ? 4 : 16);
+        memcpy(a.addr, m->itf.addr.a.bytes, mca_btl_devmem_ip_len(&m->itf.addr));
         memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
     }
     OPAL_MODEX_SEND(rc, MCA_BTL_DEVMEM_MODEX_SCOPE, &c->super.btl_version, blob, size);
@@ -682,6 +694,8 @@ static int create_modules(void)
     char why[256] = "", unmatched[64] = "";
     int n, links = c->links > 0 ? c->links : 1;
     enum mca_btl_devmem_family family;
+    const char *accel = mca_btl_devmem_accelerator();
+    bool accel_cuda;
 
     n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
     if (n < 0) {
@@ -709,12 +723,13 @@ static int create_modules(void)
         opal_show_help("help-mpi-btl-devmem.txt", "if_include unmatched", true, unmatched);
     }
     n = mca_btl_devmem_if_pick_family(ifs, n, family);
-    DEVMEM_VERBOSE(5, "Open MPI's accelerator: %s; gets from its device memory %s",
-                   mca_btl_devmem_accelerator(),
-                   0 == strcmp(mca_btl_devmem_accelerator(), "cuda") ? "offered to the PML"
-                   : 0 == strcmp(mca_btl_devmem_accelerator(), "none")
-                       ? "as the build allows (Open MPI 4)"
-                       : "not offered (the device path carries CUDA memory only)");
+    /* decided once: the send and registration paths only test the flag */
+    accel_cuda = 0 == strcmp(accel, "cuda");
+    c->accel_foreign = !accel_cuda && 0 != strcmp(accel, "null") && 0 != strcmp(accel, "none");
+    DEVMEM_VERBOSE(5, "Open MPI's accelerator: %s; gets from its device memory %s", accel,
+                   accel_cuda                   ? "offered to the PML"
+                   : 0 == strcmp(accel, "none") ? "as the build allows (Open MPI 4)"
+                                                : "not offered (CUDA memory only)");
     if (0 == n) {
         DEVMEM_VERBOSE(5, "no usable interface (if_include='%s', if_exclude='%s', family %s)",
                        c->if_include, c->if_exclude, c->family);
@@ -735,7 +750,7 @@ static int create_modules(void)
             }
             memcpy(m, &mca_btl_devmem_module_template, sizeof(*m));
 #if BTL_VERSION >= 330
-            if (0 != strcmp(mca_btl_devmem_accelerator(), "cuda")) {
+            if (!accel_cuda) {
                 m->super.btl_flags &= ~MCA_BTL_FLAGS_ACCELERATOR_GET;
             }
 #endif

@@ -21,12 +21,9 @@ static void tx_watch_cb(int sd, short flags, void *arg);
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
 {
     struct mca_btl_devmem_devflow *df;
-    struct sockaddr_storage local;
-    socklen_t len = sizeof(local);
-    struct mca_btl_devmem_ip ip;
     uint16_t port = 0;
     mca_btl_devmem_frag_t *claim;
-    int sd;
+    int sd, rc;
 
     if (0 == ep->remote.devflow_port || !mca_btl_devmem_dev_enabled()
         || MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
@@ -42,11 +39,9 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
         mca_btl_devmem_endpoint_fail(ep, "cannot connect the device flow", -sd);
         return;
     }
-    if (0 != getsockname(sd, (struct sockaddr *) &local, &len)
-        || 0 != mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &local, &ip, &port)) {
-        int err = errno;
+    if (0 != (rc = mca_btl_devmem_local_port(sd, &port))) {
         close(sd);
-        mca_btl_devmem_endpoint_fail(ep, "cannot name the device flow", err);
+        mca_btl_devmem_endpoint_fail(ep, "cannot name the device flow", -rc);
         return;
     }
     df->tx_sd = sd;
@@ -72,12 +67,12 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
     mca_btl_devmem_frag_prepare_write(claim);
     claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
     claim->hdr.addr = 0; /* reserved: the address is the control connection's */
-    claim->hdr.id = ntohs(port);
+    claim->hdr.id = port;
     if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
         mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
     }
     DEVMEM_VERBOSE(20, "device flow to %s from port %u", OPAL_NAME_PRINT(ep->peer->name),
-                   (unsigned) ntohs(port));
+                   (unsigned) port);
 }
 
 /* A devmem TX send completed (in order): count its bytes against the frag it carried. */

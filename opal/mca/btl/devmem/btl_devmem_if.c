@@ -42,6 +42,7 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
         return -errno;
     }
     for (ifa = all; NULL != ifa && n < max; ifa = ifa->ifa_next) {
+        struct mca_btl_devmem_ip mask;
         int family = NULL != ifa->ifa_addr ? ifa->ifa_addr->sa_family : AF_UNSPEC;
 
         if (AF_INET != family && AF_INET6 != family) {
@@ -57,16 +58,10 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
         snprintf(itf->name, sizeof(itf->name), "%s", ifa->ifa_name);
         itf->ifindex = if_nametoindex(ifa->ifa_name);
         (void) mca_btl_devmem_ip_from_sockaddr(ifa->ifa_addr, &itf->addr, NULL);
-        if (AF_INET == family) {
-            itf->prefix = NULL != ifa->ifa_netmask
-                              ? prefix_of((const uint8_t *) &((struct sockaddr_in *)
-                                                                  ifa->ifa_netmask)->sin_addr, 4)
-                              : 32;
-        } else {
-            itf->prefix = NULL != ifa->ifa_netmask
-                              ? prefix_of((const uint8_t *) &((struct sockaddr_in6 *)
-                                                                  ifa->ifa_netmask)->sin6_addr, 16)
-                              : 128;
+        itf->prefix = (uint8_t) (8 * mca_btl_devmem_ip_len(&itf->addr)); /* no mask: a host */
+        if (NULL != ifa->ifa_netmask
+            && 0 == mca_btl_devmem_ip_from_sockaddr(ifa->ifa_netmask, &mask, NULL)) {
+            itf->prefix = prefix_of(mask.a.bytes, mca_btl_devmem_ip_len(&mask));
         }
         itf->loopback = 0 != (ifa->ifa_flags & IFF_LOOPBACK);
         n++;
@@ -78,7 +73,7 @@ int mca_btl_devmem_if_discover(struct mca_btl_devmem_if *out, int max)
 bool mca_btl_devmem_ip_same_net(const struct mca_btl_devmem_ip *a,
                                 const struct mca_btl_devmem_ip *b, uint8_t prefix)
 {
-    size_t len = AF_INET == a->family ? 4 : 16;
+    size_t len = mca_btl_devmem_ip_len(a);
     unsigned bits = prefix > len * 8 ? (unsigned) len * 8 : prefix;
 
     if (a->family != b->family) {
@@ -96,8 +91,7 @@ bool mca_btl_devmem_ip_same_net(const struct mca_btl_devmem_ip *a,
 
 bool mca_btl_devmem_ip_equal(const struct mca_btl_devmem_ip *a, const struct mca_btl_devmem_ip *b)
 {
-    return a->family == b->family
-           && 0 == memcmp(a->a.bytes, b->a.bytes, AF_INET == a->family ? 4 : 16);
+    return a->family == b->family && 0 == memcmp(a->a.bytes, b->a.bytes, mca_btl_devmem_ip_len(a));
 }
 
 bool mca_btl_devmem_ip_is_link_local(const struct mca_btl_devmem_ip *ip)

@@ -25,6 +25,12 @@ struct mca_btl_devmem_ip {
     } a;
 };
 
+/* Bytes of the address: 4 or 16. */
+static inline size_t mca_btl_devmem_ip_len(const struct mca_btl_devmem_ip *ip)
+{
+    return AF_INET == ip->family ? 4 : 16;
+}
+
 /* Longest text of an address, with room for "%ifname" after a link-local one. */
 #define MCA_BTL_DEVMEM_IP_STRLEN (INET6_ADDRSTRLEN + IF_NAMESIZE + 1)
 

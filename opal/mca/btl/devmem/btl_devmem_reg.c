@@ -40,7 +40,9 @@ bool mca_btl_devmem_mem_is_foreign(const void *ptr)
 {
     static bool said;
 
-    if (!mca_btl_devmem_accelerator_is_device(ptr) || mca_btl_devmem_mem_is_device(ptr, NULL)) {
+    /* one flag test unless Open MPI's accelerator is another vendor's */
+    if (!mca_btl_devmem_component.accel_foreign || !mca_btl_devmem_accelerator_is_device(ptr)
+        || mca_btl_devmem_mem_is_device(ptr, NULL)) {
         return false;
     }
     if (!said) {
