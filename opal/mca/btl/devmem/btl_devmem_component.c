@@ -416,6 +416,7 @@ static int component_close(void)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     opal_list_item_t *item;
 
+    mca_btl_devmem_dispatch_lock();
     while (NULL != (item = opal_list_get_first(&c->pending_accepts))
            && item != opal_list_get_end(&c->pending_accepts)) {
         pending_accept_drop((pending_accept_t *) item, NULL);
@@ -425,6 +426,7 @@ static int component_close(void)
     }
     mca_btl_devmem_proc_release_all();
     modules_release();
+    mca_btl_devmem_dispatch_unlock();
     mca_btl_devmem_frag_lists_fini();
     OBJ_DESTRUCT(&c->pending_accepts);
     OBJ_DESTRUCT(&c->procs);
@@ -530,9 +532,12 @@ static void hello_cb(int sd, short flags, void *arg)
                    : MCA_BTL_DEVMEM_HELLO_DEFER == rc ? "deferred to ours" : "failed");
 }
 
+/* A libevent timer: the dispatch lock keeps it out of the socket callbacks' way. */
 static void hello_timeout(int fd, short flags, void *arg)
 {
+    mca_btl_devmem_dispatch_lock();
     pending_accept_drop(arg, "no hello before the handshake timeout");
+    mca_btl_devmem_dispatch_unlock();
 }
 
 static void listen_cb(int lsd, short flags, void *arg)
@@ -790,8 +795,7 @@ static int create_modules(void)
     return OPAL_SUCCESS;
 }
 
-static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progress_threads,
-                                              bool enable_mpi_threads)
+static mca_btl_base_module_t **init_locked(int *num_btls)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     mca_btl_base_module_t **btls = NULL;
@@ -833,4 +837,19 @@ static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progres
 fail:
     modules_release();
     return NULL;
+}
+
+/* Any thread level: the model is in btl_devmem.h. Init and close hold the dispatch lock, as
+ * everything that adds sockets to the set or takes them out does. */
+static mca_btl_base_module_t **component_init(int *num_btls, bool enable_progress_threads,
+                                              bool enable_mpi_threads)
+{
+    mca_btl_base_module_t **btls;
+
+    mca_btl_devmem_dispatch_lock();
+    btls = init_locked(num_btls);
+    mca_btl_devmem_dispatch_unlock();
+    DEVMEM_VERBOSE(10, "%d module(s), MPI threads %s, progress threads %s", *num_btls,
+                   enable_mpi_threads ? "on" : "off", enable_progress_threads ? "on" : "off");
+    return btls;
 }

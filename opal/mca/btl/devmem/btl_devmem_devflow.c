@@ -70,9 +70,12 @@ static void unclaimed_drop(devflow_unclaimed_t *u, const char *why)
     OBJ_RELEASE(u);
 }
 
+/* A libevent timer: the dispatch lock keeps it out of the socket callbacks' way. */
 static void unclaimed_timeout(int fd, short flags, void *arg)
 {
+    mca_btl_devmem_dispatch_lock();
     unclaimed_drop(arg, "no control connection named it before the handshake timeout");
+    mca_btl_devmem_dispatch_unlock();
 }
 
 /* ---------------------------------------------------------------- adopting */

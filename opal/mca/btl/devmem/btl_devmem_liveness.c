@@ -13,6 +13,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_liveness.h"
+#include "btl_devmem_watch.h"
 
 static opal_event_t tick;
 static bool ticking;
@@ -30,37 +31,58 @@ static unsigned int unacked_for(int sd)
     return ti.tcpi_last_ack_recv / 1000u;
 }
 
+/* Whether ep's peer has left data unacknowledged too long; fills why. */
+static bool overdue(mca_btl_devmem_endpoint_t *ep, unsigned int limit, char *why, size_t len)
+{
+    unsigned int quiet;
+    const char *where = "connection";
+
+    if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
+        return false;
+    }
+    quiet = unacked_for(ep->sd);
+    if (quiet < limit) {
+        quiet = unacked_for(mca_btl_devmem_devflow_tx_socket(ep));
+        where = "device flow";
+    }
+    if (quiet < limit) {
+        return false;
+    }
+    snprintf(why, len, "nothing acknowledged on the %s for %u s with data in flight "
+             "(btl_devmem_peer_timeout %u): a cut link or a dead host", where, quiet, limit);
+    return true;
+}
+
+/* A libevent timer, in whichever thread runs the event loop: the dispatch lock makes it the
+ * only one touching connections' sockets and device flows; each module's endpoint list is
+ * read under its lock, and the endpoints are failed after, since failing one takes locks of
+ * its own. */
 static void check(int fd, short flags, void *arg)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     unsigned int limit = (unsigned int) c->peer_timeout;
 
+    mca_btl_devmem_dispatch_lock();
     for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_endpoint_t *ep, *next;
+        mca_btl_devmem_module_t *m = c->modules[i];
+        mca_btl_devmem_endpoint_t *ep, *doomed = NULL;
+        char why[160];
 
-        /* a failing endpoint may leave the list as it fails */
-        OPAL_LIST_FOREACH_SAFE (ep, next, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
-            unsigned int quiet;
-            const char *where = "connection";
-
-            if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
-                continue;
-            }
-            quiet = unacked_for(ep->sd);
-            if (quiet < limit) {
-                quiet = unacked_for(mca_btl_devmem_devflow_tx_socket(ep));
-                where = "device flow";
-            }
-            if (quiet >= limit) {
-                char why[160];
-
-                snprintf(why, sizeof(why), "nothing acknowledged on the %s for %u s with data "
-                         "in flight (btl_devmem_peer_timeout %u): a cut link or a dead host",
-                         where, quiet, limit);
-                mca_btl_devmem_endpoint_fail(ep, why, 0);
+        OPAL_THREAD_LOCK(&m->lock);
+        OPAL_LIST_FOREACH (ep, &m->endpoints, mca_btl_devmem_endpoint_t) {
+            if (overdue(ep, limit, why, sizeof(why))) {
+                doomed = ep; /* one per module and tick: the job ends with the first anyway */
+                OBJ_RETAIN(doomed);
+                break;
             }
         }
+        OPAL_THREAD_UNLOCK(&m->lock);
+        if (NULL != doomed) {
+            mca_btl_devmem_endpoint_fail(doomed, why, 0);
+            OBJ_RELEASE(doomed);
+        }
     }
+    mca_btl_devmem_dispatch_unlock();
 }
 
 void mca_btl_devmem_liveness_start(void)

@@ -65,8 +65,10 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
     return OPAL_SUCCESS;
 }
 
+/* Under the dispatch lock: the endpoint's socket leaves the set (btl_devmem_watch.h). */
 static void endpoint_release(mca_btl_devmem_module_t *m, mca_btl_devmem_endpoint_t *ep)
 {
+    mca_btl_devmem_dispatch_lock();
     mca_btl_devmem_endpoint_shutdown(ep);
     OPAL_THREAD_LOCK(&ep->peer->lock);
     if (ep->peer->endpoints[m->index] == ep) {
@@ -77,6 +79,7 @@ static void endpoint_release(mca_btl_devmem_module_t *m, mca_btl_devmem_endpoint
     opal_list_remove_item(&m->endpoints, &ep->super);
     OPAL_THREAD_UNLOCK(&m->lock);
     OBJ_RELEASE(ep);
+    mca_btl_devmem_dispatch_unlock();
 }
 
 int mca_btl_devmem_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,

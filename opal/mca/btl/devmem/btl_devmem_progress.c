@@ -8,6 +8,8 @@
 
 #include "opal/runtime/opal_progress.h"
 
+/* The idle policy's state below is the dispatch lock's (btl_devmem_watch.h); live_conns and
+ * the activity count change in any thread: atomics. */
 static uint64_t seen_activity;
 static uint64_t quiet_since_ns; /* 0: there was activity at the last call */
 static int live_conns;
@@ -40,12 +42,12 @@ static bool core_contended(uint64_t now)
 
 void mca_btl_devmem_progress_conn_up(void)
 {
-    live_conns++;
+    (void) __atomic_fetch_add(&live_conns, 1, __ATOMIC_RELAXED);
 }
 
 void mca_btl_devmem_progress_conn_down(void)
 {
-    live_conns--;
+    (void) __atomic_fetch_sub(&live_conns, 1, __ATOMIC_RELAXED);
 }
 
 static uint64_t now_ns(void)
@@ -89,7 +91,7 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
     last_quiet_call_ns = now;
     if (now < shared_until_ns && c->idle_block_us > 0) {
         if (in_wait_loop) {
-            ran = mca_btl_devmem_watch_wait(c->idle_block_us);
+            ran = mca_btl_devmem_watch_dispatch(c->idle_block_us);
             c->stats.idle_blocks++;
             last_quiet_call_ns = now_ns(); /* the next call is back to back again */
         }
@@ -113,23 +115,33 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
 int mca_btl_devmem_progress(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    /* with no connection of ours (say every peer on shared memory), a syscall per progress
-     * call would only slow the others: the 10 ms tick serves listen sockets, as libevent did */
-    int ran = live_conns > 0 ? mca_btl_devmem_watch_poll() : 0;
-    uint64_t now;
+    uint64_t now, activity;
+    int ran;
 
-    /* nothing of ours to wait for, or Open MPI yields on every idle call already */
-    if (c->idle_yield_us < 0 || live_conns <= 0 || opal_progress_yield_when_idle) {
-        return ran;
+    /* with no connection of ours (say every peer on shared memory), a syscall per progress
+     * call would only slow the others: the 10 ms tick serves listen sockets, as libevent did.
+     * Another thread in here (or this one, from a callback) is doing the work already. */
+    if (__atomic_load_n(&live_conns, __ATOMIC_RELAXED) <= 0
+        || !mca_btl_devmem_dispatch_trylock()) {
+        return 0;
     }
-    if (c->activity != seen_activity) {
-        seen_activity = c->activity;
+    ran = mca_btl_devmem_watch_dispatch(0);
+    /* nothing of ours to wait for, or Open MPI yields on every idle call already */
+    if (c->idle_yield_us < 0 || opal_progress_yield_when_idle) {
+        goto out;
+    }
+    activity = __atomic_load_n(&c->activity, __ATOMIC_RELAXED);
+    if (activity != seen_activity) {
+        seen_activity = activity;
         quiet_since_ns = 0;
-        return ran;
+        goto out;
     }
     now = now_ns();
     if (0 == quiet_since_ns) {
         quiet_since_ns = now;
     }
-    return ran + idle(c, now);
+    ran += idle(c, now);
+out:
+    mca_btl_devmem_dispatch_unlock();
+    return ran;
 }

@@ -31,10 +31,10 @@
 
 BEGIN_C_DECLS
 
-/* Something happened on one of our sockets (called from the event handlers). */
+/* Something happened on one of our sockets (event handlers, and sends from any thread). */
 static inline void mca_btl_devmem_progress_activity(void)
 {
-    mca_btl_devmem_component.activity++;
+    (void) __atomic_fetch_add(&mca_btl_devmem_component.activity, 1, __ATOMIC_RELAXED);
 }
 
 /* A connection's events start or stop being polled: yields only happen while some are. */
@@ -42,7 +42,8 @@ void mca_btl_devmem_progress_conn_up(void);
 void mca_btl_devmem_progress_conn_down(void);
 
 /* The component's btl_progress: registered by the BML, run at every opal_progress. Polls
- * our sockets (btl_devmem_watch.h), then yields or sleeps as above. */
+ * our sockets (btl_devmem_watch.h), then yields or sleeps as above; in one thread at a time
+ * (the dispatch lock, taken with a try-lock: the others return at once). */
 int mca_btl_devmem_progress(void);
 
 END_C_DECLS

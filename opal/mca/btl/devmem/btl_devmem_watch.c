@@ -1,17 +1,28 @@
 /* Our sockets' readiness, polled from our progress function: see btl_devmem_watch.h. */
 #include "btl_devmem_watch.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
 #define EPOLL_BATCH 32
 #define TICK_US 1000 /* the libevent fallback's period (libevent itself runs every 10 ms) */
+
+/* The dispatch lock (btl_devmem_watch.h): a mutex, and per thread how deep it holds it. */
+static pthread_mutex_t dispatch_mutex = PTHREAD_MUTEX_INITIALIZER;
+static __thread int dispatch_depth;
+
+/* The set's own lock, a leaf: membership and the arrays below. Any thread may add a watch
+ * or change what it wants (a send that connects, a blocked write); only the dispatch lock's
+ * holder removes one, so entries do not move while it dispatches. */
+static pthread_mutex_t set_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* Every watch in the set, and for the poll backend its pollfd at the same index. A watch
  * that leaves the set while a dispatch runs leaves a hole (NULL, fd -1) that is closed
@@ -22,12 +33,43 @@ static struct pollfd *pfds;
 static int count, cap, holes;
 static int poll_max_sockets = 16;
 static int ep_fd = -1; /* the epoll backend, once more than poll_max_sockets are watched */
+static bool opened;
+/* the dispatcher's own (dispatch lock): what it polls and what came back */
+static struct pollfd *polled;
+static int polled_cap;
 static struct epoll_event batch[EPOLL_BATCH];
 static int batch_len, batch_next;
 static bool dispatching;
-static atomic_flag polling = ATOMIC_FLAG_INIT;
-static bool opened;
 static opal_event_t tick; /* serves the set where our progress function is not called */
+
+void mca_btl_devmem_dispatch_lock(void)
+{
+    if (0 == dispatch_depth++) {
+        (void) pthread_mutex_lock(&dispatch_mutex);
+    }
+}
+
+bool mca_btl_devmem_dispatch_trylock(void)
+{
+    if (dispatch_depth > 0 || 0 != pthread_mutex_trylock(&dispatch_mutex)) {
+        return false; /* another thread dispatches, or this one, further up its stack */
+    }
+    dispatch_depth = 1;
+    return true;
+}
+
+void mca_btl_devmem_dispatch_unlock(void)
+{
+    assert(dispatch_depth > 0);
+    if (0 == --dispatch_depth) {
+        (void) pthread_mutex_unlock(&dispatch_mutex);
+    }
+}
+
+bool mca_btl_devmem_dispatch_held(void)
+{
+    return dispatch_depth > 0;
+}
 
 static short poll_events(short want)
 {
@@ -116,9 +158,11 @@ void mca_btl_devmem_watch_close(void)
     }
     free(watches);
     free(pfds);
+    free(polled);
     watches = NULL;
     pfds = NULL;
-    count = cap = holes = 0;
+    polled = NULL;
+    count = cap = holes = polled_cap = 0;
 }
 
 void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem_watch_cb_t cb,
@@ -156,10 +200,12 @@ static int join(mca_btl_devmem_watch_t *w)
     return 0;
 }
 
+/* Under set_mutex, by the dispatch lock's holder (see set_mutex). */
 static void leave(mca_btl_devmem_watch_t *w)
 {
     int i = w->slot;
 
+    assert(mca_btl_devmem_dispatch_held() || !opened);
     w->slot = -1;
     watches[i] = NULL;
     pfds[i].fd = -1;
@@ -174,7 +220,7 @@ static void leave(mca_btl_devmem_watch_t *w)
     }
 }
 
-int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
+static int set_locked(mca_btl_devmem_watch_t *w, short want)
 {
     short had = w->want;
     int rc = 0;
@@ -214,13 +260,26 @@ int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
     return rc;
 }
 
+int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&set_mutex);
+    rc = set_locked(w, want);
+    (void) pthread_mutex_unlock(&set_mutex);
+    return rc;
+}
+
 /* One ready watch: its callback, told what it asked for (an error or a hangup wakes both
- * directions, as libevent does). Returns 1 when the callback ran. */
+ * directions, as libevent does). Returns 1 when the callback ran. The watch cannot leave
+ * the set, nor its memory go, but through this thread: the dispatch lock is ours. */
 static int fire(mca_btl_devmem_watch_t *w, bool in, bool out, bool err)
 {
     short flags = (short) (((in || err) ? OPAL_EV_READ : 0) | ((out || err) ? OPAL_EV_WRITE : 0));
 
+    (void) pthread_mutex_lock(&set_mutex);
     flags &= w->want;
+    (void) pthread_mutex_unlock(&set_mutex);
     if (0 == flags) {
         return 0;
     }
@@ -247,63 +306,103 @@ static int dispatch_epoll(int timeout_us)
         /* whole milliseconds, rounded up */
         n = epoll_wait(ep_fd, batch, EPOLL_BATCH, (timeout_us + 999) / 1000);
     }
+    (void) pthread_mutex_lock(&set_mutex);
     batch_len = n > 0 ? n : 0;
     for (batch_next = 0; batch_next < batch_len;) {
-        struct epoll_event *ev = &batch[batch_next++];
+        struct epoll_event ev = batch[batch_next++];
 
-        if (NULL != ev->data.ptr) { /* NULL: left the set while this batch ran */
-            ran += fire(ev->data.ptr, ev->events & (EPOLLIN | EPOLLRDHUP), ev->events & EPOLLOUT,
-                        ev->events & (EPOLLERR | EPOLLHUP));
+        (void) pthread_mutex_unlock(&set_mutex);
+        if (NULL != ev.data.ptr) { /* NULL: left the set while this batch ran */
+            ran += fire(ev.data.ptr, ev.events & (EPOLLIN | EPOLLRDHUP), ev.events & EPOLLOUT,
+                        ev.events & (EPOLLERR | EPOLLHUP));
         }
+        (void) pthread_mutex_lock(&set_mutex);
     }
     batch_len = batch_next = 0;
+    (void) pthread_mutex_unlock(&set_mutex);
     return ran;
 }
 
+/* poll() on a copy of the set, so that other threads may add to it (and grow its arrays)
+ * meanwhile; the watches polled keep their places until the dispatch is over (holes). */
 static int dispatch_poll(int timeout_us)
 {
     struct timespec ts = {timeout_us / 1000000, (long) (timeout_us % 1000000) * 1000};
-    int n = count, ran = 0;
+    int n, ran = 0;
+
+    (void) pthread_mutex_lock(&set_mutex);
+    n = count;
+    if (n > polled_cap) {
+        struct pollfd *np = realloc(polled, (size_t) cap * sizeof(*polled));
+
+        if (NULL == np) {
+            (void) pthread_mutex_unlock(&set_mutex);
+            return 0;
+        }
+        polled = np;
+        polled_cap = cap;
+    }
+    memcpy(polled, pfds, (size_t) n * sizeof(*polled));
+    (void) pthread_mutex_unlock(&set_mutex);
 
     /* a zero timeout registers no wait-queue entry: the sender's wake-up per packet, which a
      * standing epoll registration costs, is paid only while we really sleep */
-    if (ppoll(pfds, (nfds_t) n, &ts, NULL) <= 0) {
+    if (ppoll(polled, (nfds_t) n, &ts, NULL) <= 0) {
         return 0;
     }
     for (int i = 0; i < n; i++) {
-        short re = pfds[i].revents;
+        short re = polled[i].revents;
+        mca_btl_devmem_watch_t *w;
 
-        if (0 != re && NULL != watches[i]) {
-            ran += fire(watches[i], re & (POLLIN | POLLRDHUP), re & POLLOUT,
+        if (0 == re) {
+            continue;
+        }
+        (void) pthread_mutex_lock(&set_mutex);
+        w = watches[i];
+        (void) pthread_mutex_unlock(&set_mutex);
+        if (NULL != w) {
+            ran += fire(w, re & (POLLIN | POLLRDHUP), re & POLLOUT,
                         re & (POLLERR | POLLHUP | POLLNVAL));
         }
     }
     return ran;
 }
 
-static int dispatch(int timeout_us)
+static void set_dispatching(bool on)
 {
-    int ran;
-
-    if (!opened || atomic_flag_test_and_set_explicit(&polling, memory_order_acquire)) {
-        return 0;
-    }
-    dispatching = true;
-    ran = ep_fd >= 0 ? dispatch_epoll(timeout_us) : dispatch_poll(timeout_us);
-    dispatching = false;
-    if (holes > 0) {
+    (void) pthread_mutex_lock(&set_mutex);
+    dispatching = on;
+    if (!on && holes > 0) {
         close_holes();
     }
-    atomic_flag_clear_explicit(&polling, memory_order_release);
+    (void) pthread_mutex_unlock(&set_mutex);
+}
+
+int mca_btl_devmem_watch_dispatch(int timeout_us)
+{
+    int ran, epoll_on;
+
+    assert(mca_btl_devmem_dispatch_held());
+    if (!opened || dispatching) { /* dispatching: a callback further up this thread's stack */
+        return 0;
+    }
+    set_dispatching(true);
+    (void) pthread_mutex_lock(&set_mutex);
+    epoll_on = ep_fd >= 0;
+    (void) pthread_mutex_unlock(&set_mutex);
+    ran = epoll_on ? dispatch_epoll(timeout_us) : dispatch_poll(timeout_us);
+    set_dispatching(false);
     return ran;
 }
 
 int mca_btl_devmem_watch_poll(void)
 {
-    return dispatch(0);
-}
+    int ran;
 
-int mca_btl_devmem_watch_wait(int timeout_us)
-{
-    return dispatch(timeout_us);
+    if (!mca_btl_devmem_dispatch_trylock()) {
+        return 0;
+    }
+    ran = mca_btl_devmem_watch_dispatch(0);
+    mca_btl_devmem_dispatch_unlock();
+    return ran;
 }

@@ -18,14 +18,21 @@
  *
  * Timers stay in libevent: none of ours needs better than its 10 ms tick.
  * Level-triggered, like libevent's descriptors: a callback may stop before EAGAIN.
- * Threads: one dispatches at a time (a try-lock); a watch that leaves the set while another
- * thread dispatches is not struck out of that thread's batch. Like the endpoint's receive
- * path (in_recv), this assumes the progress path is not driven from two threads at once.
+ *
+ * Threads: the dispatch lock. Callbacks run only in the thread that holds it, so everything
+ * they own (receive state, handshakes, device flows) has one thread at a time without locks
+ * of its own. Progress takes it with a try-lock (another thread dispatching means the work
+ * is being done); timers and failure paths that touch what callbacks own take it blocking.
+ * It is recursive per thread. A separate leaf lock guards the set: any thread may add a
+ * watch or change what it wants, but a watch leaves the set, and its memory goes, only
+ * under the dispatch lock; so a dispatch never fires a watch that another thread freed.
  */
 #ifndef MCA_BTL_DEVMEM_WATCH_H
 #define MCA_BTL_DEVMEM_WATCH_H
 
 #include "opal_config.h"
+
+#include <stdbool.h>
 
 #include "btl_devmem_ompi.h"
 
@@ -66,12 +73,19 @@ static inline int mca_btl_devmem_watch_del(mca_btl_devmem_watch_t *w, short flag
     return mca_btl_devmem_watch_set(w, (short) (w->want & ~flags));
 }
 
-/* Run the callbacks of the ready watches; the number run. One thread at a time: a caller
- * that finds another thread (or itself, re-entered from a callback) polling gets 0. */
-int mca_btl_devmem_watch_poll(void);
+/* The dispatch lock (above). trylock fails where another thread holds it, and where this
+ * one does further up its stack (no dispatch inside a callback). */
+void mca_btl_devmem_dispatch_lock(void);
+bool mca_btl_devmem_dispatch_trylock(void);
+void mca_btl_devmem_dispatch_unlock(void);
+bool mca_btl_devmem_dispatch_held(void);
 
-/* The same, but sleep up to timeout_us for something to become ready. */
-int mca_btl_devmem_watch_wait(int timeout_us);
+/* Run the callbacks of the ready watches, sleeping up to timeout_us (0: not at all) for
+ * one to become ready; the number run. The caller holds the dispatch lock. */
+int mca_btl_devmem_watch_dispatch(int timeout_us);
+
+/* The same without sleeping, taking the dispatch lock with a try-lock: 0 where it is held. */
+int mca_btl_devmem_watch_poll(void);
 
 END_C_DECLS
 
