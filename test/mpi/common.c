@@ -12,6 +12,7 @@ int test_rank = -1;
 int test_size = 0;
 const char *test_name = "test";
 struct test_opts test_opt;
+int test_thread_level = MPI_THREAD_SINGLE;
 
 static int corrupt_done;
 
@@ -69,9 +70,9 @@ void pat_fill(void *buf, size_t len, int src, int dst, uint64_t idx, uint64_t of
     }
     /* -x / -X: rank 0 spoils one byte of the first non-empty payload (of at least -X bytes) it
      * sends, so the receiver's check must fire after the data went through the transport. */
-    if (test_opt.corrupt && test_rank == 0 && !corrupt_done && len > 0 &&
-        len >= test_opt.corrupt_min) {
-        corrupt_done = 1;
+    /* an exchange: threads of one rank may fill at once (threads.c) */
+    if (test_opt.corrupt && test_rank == 0 && len > 0 && len >= test_opt.corrupt_min &&
+        0 == __atomic_exchange_n(&corrupt_done, 1, __ATOMIC_RELAXED)) {
         p[len / 2] ^= 0x5a;
         fprintf(stderr, "%s: rank 0: -x: corrupted the byte at offset %llu of message %llu to "
                 "rank %d on purpose\n", test_name, (unsigned long long)(off0 + len / 2),
@@ -223,9 +224,15 @@ void test_init(int *argc, char ***argv, const char *name, size_t default_max, in
 
     test_name = name;
     extra_usage_text = extra_usage;
-    MPI_Init(argc, argv);
+    int provided;
+
+    MPI_Init_thread(argc, argv, test_thread_level, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &test_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &test_size);
+    if (provided < test_thread_level) {
+        test_die("MPI_Init_thread gave thread level %d, the test needs %d", provided,
+                 test_thread_level);
+    }
     /* Errors from MPI calls must stop the test with a message, not go unnoticed. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 

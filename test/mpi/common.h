@@ -33,6 +33,9 @@ extern int test_rank;
 extern int test_size;
 extern const char *test_name;
 extern struct test_opts test_opt;
+/* The thread level test_init asks for (default MPI_THREAD_SINGLE); it dies when it gets
+ * less. */
+extern int test_thread_level;
 
 /* MPI_Init, parse the common options (defaults given by the caller), set test_rank/size.
  * extra_opts: additional getopt letters the program handles through extra_cb (may be NULL),
