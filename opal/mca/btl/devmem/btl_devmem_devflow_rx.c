@@ -99,9 +99,10 @@ static int gather_piece(struct devmem_region *pool, size_t off, const char *src,
  * Move every piece of the last receive into the gets it belongs to, in stream order, and
  * wait until all of it is in place. Finished gets move to done. 0, or -1 with why filled.
  */
-static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
-                  opal_list_t *done, char *why, size_t len)
+static int gather(mca_btl_devmem_endpoint_t *ep, struct devmem_rx_batch *b, opal_list_t *done,
+                  char *why, size_t len)
 {
+    struct mca_btl_devmem_devflow *df = ep->devflow;
     /* the flow's own binding, looked up again only if the kernel names another */
     struct devmem_region *flow_pool = &df->rx_dev->pool;
     uint32_t flow_id = df->rx_dev->rx_id;
@@ -131,10 +132,15 @@ static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
             mca_btl_devmem_component.stats.get_dmabuf += f->len;
         }
         while (off < f->len) {
-            mca_btl_devmem_frag_t *get = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->gets);
-            size_t chunk = get->hdr.size - df->head_got;
-            char *dst = (char *) get->local_address + df->head_got;
+            mca_btl_devmem_frag_t *get;
+            size_t chunk;
+            char *dst;
 
+            OPAL_THREAD_LOCK(&ep->lock); /* the list's tail grows in btl_get */
+            get = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->gets);
+            OPAL_THREAD_UNLOCK(&ep->lock);
+            chunk = get->hdr.size - df->head_got;
+            dst = (char *) get->local_address + df->head_got;
             if (chunk > f->len - off) {
                 chunk = f->len - off;
             }
@@ -144,12 +150,14 @@ static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
             }
             off += chunk;
             df->head_got += chunk;
+            OPAL_THREAD_LOCK(&ep->lock);
             df->expected -= chunk;
             if (df->head_got == get->hdr.size) {
                 opal_list_remove_first(&df->gets);
                 opal_list_append(done, &get->base.super.super);
                 df->head_got = 0;
             }
+            OPAL_THREAD_UNLOCK(&ep->lock);
         }
     }
     if (0 != devmem_copier_flush(&copier, &e)) {
@@ -183,6 +191,17 @@ static void rx_close(struct mca_btl_devmem_devflow *df)
     }
 }
 
+/* What the gets on the flow still owe: they join from any thread (btl_get, ep->lock). */
+static uint64_t owed(mca_btl_devmem_endpoint_t *ep)
+{
+    uint64_t n;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    n = ep->devflow->expected;
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    return n;
+}
+
 void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
 {
     mca_btl_devmem_endpoint_t *ep = arg;
@@ -200,11 +219,12 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     OBJ_CONSTRUCT(&done, opal_list_t);
     for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed; round++) {
         struct devmem_err e;
+        uint64_t expected = owed(ep);
         ssize_t n;
 
         /* never consume bytes nobody asked for: 1 byte when nothing is owed, to tell EOF
          * from a peer that sends unasked */
-        b->len = 0 == df->expected ? 1 : df->expected < cap ? (size_t) df->expected : cap;
+        b->len = 0 == expected ? 1 : expected < cap ? (size_t) expected : cap;
         b->ledger = &df->ledger;
         n = k->ops->recv(k, df->rx_sd, b, MSG_DONTWAIT, &e);
         if (-EAGAIN == n || -EINTR == n) {
@@ -225,24 +245,24 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         }
         mca_btl_devmem_component.stats.recv_calls++;
         if (0 == n) {
-            if (0 == df->expected) {
+            if (0 == expected) {
                 /* the peer closed its sending side in order (finalize) */
                 DEVMEM_VERBOSE(20, "%s closed its device flow", OPAL_NAME_PRINT(ep->peer->name));
                 rx_close(df);
                 break;
             }
             snprintf(why, sizeof(why), "the device flow closed with %llu bytes of gets owed",
-                     (unsigned long long) df->expected);
+                     (unsigned long long) expected);
             failed = ECONNRESET;
             break;
         }
-        if ((uint64_t) n > df->expected) {
+        if ((uint64_t) n > expected) {
             snprintf(why, sizeof(why), "the peer sent %zd bytes on the device flow that no get "
                      "asked for", n);
             failed = EPROTO;
             break;
         }
-        if (0 != gather(df, b, &done, why, sizeof(why))) {
+        if (0 != gather(ep, b, &done, why, sizeof(why))) {
             failed = EPROTO;
             break;
         }
@@ -253,16 +273,18 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
             failed = EIO;
         }
         account(df);
-        if (0 == df->expected) {
+        if (0 == owed(ep)) {
             break; /* nothing owed: EOF or stray bytes wake us again */
         }
     }
     b->len = cap;
     b->ledger = NULL;
     if (failed) {
+        OPAL_THREAD_LOCK(&ep->lock);
         while (NULL != (item = opal_list_remove_first(&done))) {
             opal_list_append(&df->gets, item); /* completed with the failure below */
         }
+        OPAL_THREAD_UNLOCK(&ep->lock);
         if (EPROTO == failed) {
             mca_btl_devmem_component.stats.proto_errors++;
         }
@@ -282,12 +304,19 @@ void mca_btl_devmem_devflow_rx_close(mca_btl_devmem_endpoint_t *ep)
     if (NULL == df) {
         return;
     }
+    opal_list_t doomed;
+
     rx_close(df);
+    OBJ_CONSTRUCT(&doomed, opal_list_t);
+    OPAL_THREAD_LOCK(&ep->lock);
     df->expected = 0;
     df->head_got = 0;
-    while (NULL != (item = opal_list_remove_first(&df->gets))) {
+    opal_list_join(&doomed, opal_list_get_end(&doomed), &df->gets);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    while (NULL != (item = opal_list_remove_first(&doomed))) {
         mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
     }
+    OBJ_DESTRUCT(&doomed);
 }
 
 void mca_btl_devmem_devflow_rx_fini(void)

@@ -7,6 +7,7 @@
 #include "btl_devmem_frag.h"
 #include "btl_devmem_fault.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_tsan.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,6 +80,7 @@ static mca_btl_devmem_frag_t *take(opal_free_list_t *list, size_t capacity)
     if (OPAL_UNLIKELY(NULL == frag)) {
         return NULL;
     }
+    MCA_BTL_DEVMEM_HANDOFF_TAKEN(frag);
     frag->list = list;
     frag->capacity = capacity;
     frag->endpoint = NULL;
@@ -123,11 +125,15 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void)
 
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag)
 {
+    opal_free_list_t *list;
+
     free(frag->stage);
     frag->stage = NULL;
     mca_btl_devmem_txmem_put(frag->txmem);
     frag->txmem = NULL;
-    opal_free_list_return(frag->list, &frag->base.super);
+    list = frag->list; /* the next owner may rewrite it once given */
+    MCA_BTL_DEVMEM_HANDOFF_GIVEN(frag);
+    opal_free_list_return(list, &frag->base.super);
 }
 
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)

@@ -3,6 +3,7 @@
  */
 #include "opal_config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,12 @@
 /* Unheld entries kept for reuse; beyond this the oldest unheld one goes. */
 #define TXMEM_CACHE_MAX 32
 
-/* Cache entries, most recently used first. */
+/* Cache entries, most recently used first. Registrations fill it from the application's
+ * threads, answers to gets read it from the progress path, fragments let go of entries in
+ * any thread: every entry's fields and the list are txmem_lock's. */
 static opal_list_t txmem_list;
 static bool txmem_ready;
+static pthread_mutex_t txmem_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal)
 {
@@ -210,14 +214,23 @@ found:
     return t;
 }
 
-struct mca_btl_devmem_txmem *mca_btl_devmem_txmem_get(uint64_t addr, size_t len)
+/* txmem_lookup, held. */
+static struct mca_btl_devmem_txmem *txmem_hold(uint64_t addr, size_t len, bool check_reuse)
 {
-    struct mca_btl_devmem_txmem *t = txmem_lookup(addr, len, false);
+    struct mca_btl_devmem_txmem *t;
 
+    (void) pthread_mutex_lock(&txmem_lock);
+    t = txmem_lookup(addr, len, check_reuse);
     if (NULL != t) {
         t->refs++;
     }
+    (void) pthread_mutex_unlock(&txmem_lock);
     return t;
+}
+
+struct mca_btl_devmem_txmem *mca_btl_devmem_txmem_get(uint64_t addr, size_t len)
+{
+    return txmem_hold(addr, len, false);
 }
 
 void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t)
@@ -225,6 +238,7 @@ void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t)
     if (NULL == t) {
         return;
     }
+    (void) pthread_mutex_lock(&txmem_lock);
     if (0 == --t->refs) {
         if (t->retired) {
             txmem_free(t);
@@ -232,6 +246,7 @@ void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t)
             txmem_trim();
         }
     }
+    (void) pthread_mutex_unlock(&txmem_lock);
 }
 
 uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
@@ -239,33 +254,37 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
 {
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;
-    uint32_t i = m->index;
+    uint32_t i = m->index, id;
 
+    (void) pthread_mutex_lock(&txmem_lock);
     if (t->tx_failed[i] || 0 != t->tx_id[i]) {
-        return t->tx_id[i];
-    }
-    if (NULL == k || NULL == m->dev) {
+        id = t->tx_id[i];
+    } else if (NULL == k || NULL == m->dev) {
         t->tx_failed[i] = true;
-        return 0;
-    }
-    if (0 != mca_btl_devmem_dev_bind_tx(m, &t->region, &t->tx_id[i], &e)) {
+        id = 0;
+    } else if (0 != mca_btl_devmem_dev_bind_tx(m, &t->region, &t->tx_id[i], &e)) {
         t->tx_id[i] = 0;
         t->tx_failed[i] = true;
+        id = 0;
         DEVMEM_VERBOSE(1, "devmem TX off on %s for a %zu-byte %s allocation, gets from it are "
                        "staged through host memory: %s", m->itf.name, t->size,
                        t->ordinal >= 0 ? "device" : "host", e.msg);
-        return 0;
+    } else {
+        id = t->tx_id[i];
+        DEVMEM_VERBOSE(10, "TX binding %u on %s: [0x%llx, +%zu)", id, m->itf.name,
+                       (unsigned long long) t->base, t->size);
     }
-    DEVMEM_VERBOSE(10, "TX binding %u on %s: [0x%llx, +%zu)", t->tx_id[i], m->itf.name,
-                   (unsigned long long) t->base, t->size);
-    return t->tx_id[i];
+    (void) pthread_mutex_unlock(&txmem_lock);
+    return id;
 }
 
 void mca_btl_devmem_reg_fini(void)
 {
     opal_list_item_t *item;
 
+    (void) pthread_mutex_lock(&txmem_lock);
     if (!txmem_ready) {
+        (void) pthread_mutex_unlock(&txmem_lock);
         return;
     }
     while (NULL != (item = opal_list_remove_first(&txmem_list))) {
@@ -278,6 +297,7 @@ void mca_btl_devmem_reg_fini(void)
     }
     OBJ_DESTRUCT(&txmem_list);
     txmem_ready = false;
+    (void) pthread_mutex_unlock(&txmem_lock);
 }
 
 /* ---------------------------------------------------------------- register_mem */
@@ -308,10 +328,7 @@ mca_btl_base_registration_handle_t *mca_btl_devmem_register_mem(
     reg->handle.ordinal = ordinal;
     if ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && size > 0) {
         /* a source of gets: enter it now, so that the answer finds its dmabuf ready */
-        reg->txmem = txmem_lookup((uint64_t) (uintptr_t) base, size, true);
-        if (NULL != reg->txmem) {
-            reg->txmem->refs++;
-        }
+        reg->txmem = txmem_hold((uint64_t) (uintptr_t) base, size, true);
     }
     return &reg->handle;
 }

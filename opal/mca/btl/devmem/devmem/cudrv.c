@@ -13,6 +13,7 @@
 #include <link.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,20 +282,23 @@ int devmem_cuda_in_process(void)
 {
     /* On every send path, so it must be cheap: look at the loaded objects again only when
      * the loader added some since the last look (a dlopen with RTLD_NOLOAD of a library
-     * that is absent searches the file system: tens of microseconds). */
-    static unsigned long long seen_adds = ~0ull;
-    static int seen;
+     * that is absent searches the file system: tens of microseconds). The loader's count
+     * and the answer for it live in one word, so that threads asking at once each see a
+     * matching pair. */
+    static uint64_t memo = UINT64_MAX; /* adds << 1 | seen; all ones: never looked */
     unsigned long long adds = 0;
+    uint64_t m;
 
     if (1 == cuda.state) {
         return 1;
     }
     (void) dl_iterate_phdr(loader_adds, &adds);
-    if (adds != seen_adds) {
-        seen_adds = adds;
-        seen = 0 != dl_iterate_phdr(is_libcuda, NULL);
+    m = __atomic_load_n(&memo, __ATOMIC_RELAXED);
+    if (UINT64_MAX == m || m >> 1 != (uint64_t) adds) {
+        m = (uint64_t) adds << 1 | (0 != dl_iterate_phdr(is_libcuda, NULL));
+        __atomic_store_n(&memo, m, __ATOMIC_RELAXED);
     }
-    return seen;
+    return (int) (m & 1);
 }
 
 int devmem_cuda_device_count(int *n, struct devmem_err *err)
