@@ -7,6 +7,22 @@
  * One module exists per (selected interface address x link), IPv4 or IPv6 (one family per
  * interface: btl_devmem_family); each has its own listen socket,
  * so an accepted connection already knows its module.
+ *
+ * Threads (any MPI thread level; MPI_THREAD_MULTIPLE is tested by test/mpi/threads.c, under
+ * ThreadSanitizer too):
+ *   - The dispatch lock (btl_devmem_watch.h) is the progress path's: every socket callback
+ *     (receive framing, handshakes, accepts, device flows, the gather and its copier) runs
+ *     in the one thread that holds it, so their state has no lock of its own. Progress takes
+ *     it with a try-lock (the others return at once: the work is being done); libevent
+ *     timers, failing an endpoint, init and teardown take it blocking. Recursive per thread.
+ *   - The endpoint's lock: its state, socket, send queue, pending gets and its device flow's
+ *     list of gets. Application threads send, put and get under it alone; they write what
+ *     the socket takes at once and never wait for the dispatch lock.
+ *   - Leaf locks, held for a few instructions and never while taking another: the watch
+ *     set's, the TX cache's (btl_devmem_reg.c), the component's (proc table).
+ *   - Order: dispatch lock, then a proc's lock, then a module's, then an endpoint's, then a
+ *     leaf. Callbacks into the PML run without an endpoint lock held.
+ *   - Counters are relaxed atomics; the idle policy's state is the dispatch lock's.
  */
 #ifndef MCA_BTL_DEVMEM_H
 #define MCA_BTL_DEVMEM_H
