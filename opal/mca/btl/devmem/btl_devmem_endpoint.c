@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,6 +34,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_sock.h"
 #include "btl_devmem_watch.h"
 
 
@@ -388,35 +388,6 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
 
 /* ---------------------------------------------------------------- connecting */
 
-void mca_btl_devmem_tune_socket(int sd)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    int one = 1;
-
-    if (c->nodelay) {
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    if (c->sndbuf > 0) {
-        (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
-    }
-    if (c->rcvbuf > 0) {
-        (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
-    }
-    if (c->keepalive > 0) {
-        /* A peer that vanishes without a FIN or a reset (a cut cable, a powered-off node)
-         * is otherwise never noticed by a rank that only waits for it. Keepalive probes
-         * start after this many quiet seconds and give up after five unanswered ones. The
-         * kernel probes only while nothing is in flight, so a peer that is busy elsewhere
-         * and not reading is never probed, nor taken for dead. */
-        int idle = c->keepalive, intvl = c->keepalive / 5 > 0 ? c->keepalive / 5 : 1, cnt = 5;
-
-        (void) setsockopt(sd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    }
-}
-
 static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
 {
     size_t want = (size_t) mca_btl_devmem_component.recv_buffer;
@@ -435,33 +406,6 @@ static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
     ep->rhead = ep->rtail = 0;
     ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
     return 0;
-}
-
-int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
-                                  const struct mca_btl_devmem_modex_addr *remote,
-                                  uint16_t port_net)
-{
-    struct sockaddr_storage ss;
-    struct mca_btl_devmem_ip ip;
-    socklen_t len;
-    int sd;
-
-    if (!mca_btl_devmem_modex_ip(remote, &ip) || ip.family != itf->addr.family) {
-        return -EAFNOSUPPORT;
-    }
-    /* leave through this interface: bound to its address */
-    if ((sd = mca_btl_devmem_bound_socket(itf, 0)) < 0) {
-        return sd;
-    }
-    mca_btl_devmem_tune_socket(sd);
-    /* a link-local peer is reached through the interface we leave by */
-    len = mca_btl_devmem_ip_to_sockaddr(&ip, port_net, itf->ifindex, &ss);
-    if (0 != connect(sd, (struct sockaddr *) &ss, len) && EINPROGRESS != errno) {
-        int err = errno;
-        close(sd);
-        return -err;
-    }
-    return sd;
 }
 
 /* Called with ep->lock held. Returns 0 or -errno. */

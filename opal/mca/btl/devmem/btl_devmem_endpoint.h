@@ -98,16 +98,6 @@ void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
 /* Orderly shutdown: send FIN, flush what we can, close. */
 void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
 
-/* TCP_NODELAY and socket buffer sizes from the MCA parameters, for every connection. */
-void mca_btl_devmem_tune_socket(int sd);
-
-/* A tuned, non-blocking socket bound to itf's address and connecting to the peer's record
- * `remote` at port_net (network order): control connections and device flows. Returns it,
- * or -errno (-EAFNOSUPPORT when the record is not of itf's family). */
-int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
-                                  const struct mca_btl_devmem_modex_addr *remote,
-                                  uint16_t port_net);
-
 const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s);
 
 END_C_DECLS
