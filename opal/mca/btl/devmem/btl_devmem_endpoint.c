@@ -9,10 +9,9 @@
  * Sending: fragments queue in wire order; one sendmsg gathers the iovecs of as many
  * queued fragments as fit, so a burst of small messages costs one syscall.
  *
- * Receiving: small frames are read in bulk into a per-connection read-ahead buffer and
- * delivered from there without another copy; a payload larger than the buffer is read
- * straight to its destination with readv, whose second iovec pulls in the next headers in
- * the same call. Every header is checked (btl_devmem_hdr.h) before its payload is read.
+ * Receiving: the framing (read-ahead, large payloads straight to their destination) is
+ * btl_devmem_rxframe.c's; this file reads the socket and says, per frame, whether it is
+ * admitted, where its payload goes and what delivering it means.
  *
  * Failure: EOF or an error without a prior FIN means the peer is gone: queued work fails
  * with OPAL_ERR_UNREACH and the PML's error callback ends the job with the peer's name.
@@ -39,6 +38,7 @@
 
 
 static void ep_cb(int sd, short flags, void *arg);
+static const struct mca_btl_devmem_rxframe_ops rx_ops;
 
 static void ep_construct(mca_btl_devmem_endpoint_t *ep)
 {
@@ -51,11 +51,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    ep->rbuf = NULL;
-    ep->rcap = ep->rhead = ep->rtail = 0;
-    ep->rbig = NULL;
-    ep->rbig_cap = 0;
+    mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
     ep->rget = NULL;
     ep->in_recv = false;
     ep->next_get_id = 1;
@@ -69,8 +65,7 @@ static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
     if (ep->sd >= 0) {
         close(ep->sd);
     }
-    free(ep->rbuf);
-    free(ep->rbig);
+    mca_btl_devmem_rxframe_fini(&ep->rx);
     OBJ_DESTRUCT(&ep->lock);
     OBJ_DESTRUCT(&ep->send_queue);
     OBJ_DESTRUCT(&ep->pending_gets);
@@ -135,8 +130,7 @@ static void socket_close(mca_btl_devmem_endpoint_t *ep)
         close(ep->sd);
         ep->sd = -1;
     }
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    ep->rhead = ep->rtail = 0;
+    mca_btl_devmem_rxframe_reset(&ep->rx);
     ep->reply_got = 0;
 }
 
@@ -396,16 +390,7 @@ static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
     if (want < eager_frame) {
         want = eager_frame; /* eager frames are always delivered from the buffer */
     }
-    if (NULL == ep->rbuf) {
-        ep->rbuf = malloc(want);
-        if (NULL == ep->rbuf) {
-            return -ENOMEM;
-        }
-        ep->rcap = want;
-    }
-    ep->rhead = ep->rtail = 0;
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    return 0;
+    return mca_btl_devmem_rxframe_start(&ep->rx, want);
 }
 
 /* Called with ep->lock held. Returns 0 or -errno. */
@@ -487,8 +472,8 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
     if (rc < 0) {
         return rc;
     }
-    ep->limits.frag_limit = peer_frag_limit;
-    ep->limits.put_limit = ep->module->super.btl_put_limit > UINT32_MAX
+    ep->rx.limits.frag_limit = peer_frag_limit;
+    ep->rx.limits.put_limit = ep->module->super.btl_put_limit > UINT32_MAX
                                ? UINT32_MAX
                                : ep->module->super.btl_put_limit;
     ep->state = MCA_BTL_DEVMEM_EP_CONNECTED;
@@ -787,82 +772,36 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
     }
 }
 
-/* Room for a SEND payload larger than the read-ahead. NULL: ep failed. */
-static char *rx_big_buffer(mca_btl_devmem_endpoint_t *ep, uint32_t size)
+static int rx_admit_cb(void *ctx, const struct mca_btl_devmem_hdr *h)
 {
-    if (ep->rbig_cap < size) {
-        char *p = realloc(ep->rbig, size);
-        if (NULL == p) {
-            ep_fail(ep, "out of memory for a large fragment", ENOMEM, false);
-            return NULL;
-        }
-        ep->rbig = p;
-        ep->rbig_cap = size;
-    }
-    return ep->rbig;
+    return rx_admit(ctx, h);
 }
 
-/* Parse every complete frame in the read-ahead. Returns 0, or -1 when ep failed. */
-static int rx_parse(mca_btl_devmem_endpoint_t *ep)
+static char *rx_dest_cb(void *ctx, const struct mca_btl_devmem_hdr *h)
 {
-    const size_t hs = sizeof(struct mca_btl_devmem_hdr);
-
-    while (ep->rtail - ep->rhead >= hs) {
-        struct mca_btl_devmem_hdr h;
-        enum mca_btl_devmem_check chk;
-        size_t have;
-        uint32_t p;
-        char *body, *dst;
-
-        memcpy(&h, ep->rbuf + ep->rhead, hs);
-        chk = mca_btl_devmem_hdr_check(&h, &ep->limits);
-        if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-            proto_error(ep, mca_btl_devmem_check_str(chk), &h);
-            return -1;
-        }
-        p = mca_btl_devmem_hdr_payload(&h);
-        body = ep->rbuf + ep->rhead + hs;
-        have = ep->rtail - ep->rhead - hs;
-        if (have < p && MCA_BTL_DEVMEM_HDR_SEND == h.type && hs + p <= ep->rcap) {
-            break; /* fits the buffer: wait for the rest there, admit it then */
-        }
-        if (rx_admit(ep, &h) < 0) {
-            return -1;
-        }
-        if (have >= p) {
-            /* whole frame in hand: a SEND is delivered from the buffer itself */
-            ep->rhead += hs + p;
-            if (p > 0 && MCA_BTL_DEVMEM_HDR_SEND != h.type) {
-                memcpy(rx_dest(ep, &h), body, p);
-            }
-            rx_complete(ep, &h, body);
-            if (MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
-                return -1;
-            }
-            continue;
-        }
-        /* the rest goes straight to its destination */
-        dst = MCA_BTL_DEVMEM_HDR_SEND == h.type ? rx_big_buffer(ep, h.size) : rx_dest(ep, &h);
-        if (NULL == dst) {
-            return -1;
-        }
-        memcpy(dst, body, have);
-        ep->rhdr = h;
-        ep->rdst = dst + have;
-        ep->rleft = p - have;
-        ep->rhead = ep->rtail = 0;
-        ep->rx_state = MCA_BTL_DEVMEM_RX_BODY;
-        return 0;
-    }
-    if (ep->rhead == ep->rtail) {
-        ep->rhead = ep->rtail = 0;
-    } else if (ep->rhead > 0) {
-        memmove(ep->rbuf, ep->rbuf + ep->rhead, ep->rtail - ep->rhead);
-        ep->rtail -= ep->rhead;
-        ep->rhead = 0;
-    }
-    return 0;
+    return rx_dest(ctx, h);
 }
+
+static int rx_complete_cb(void *ctx, const struct mca_btl_devmem_hdr *h, char *body)
+{
+    mca_btl_devmem_endpoint_t *ep = ctx;
+
+    rx_complete(ep, h, body);
+    return MCA_BTL_DEVMEM_EP_FAILED == ep->state ? -1 : 0;
+}
+
+static void rx_malformed_cb(void *ctx, const struct mca_btl_devmem_hdr *h,
+                            enum mca_btl_devmem_check chk)
+{
+    proto_error(ctx, mca_btl_devmem_check_str(chk), h);
+}
+
+static const struct mca_btl_devmem_rxframe_ops rx_ops = {
+    .admit = rx_admit_cb,
+    .dest = rx_dest_cb,
+    .complete = rx_complete_cb,
+    .malformed = rx_malformed_cb,
+};
 
 static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
 {
@@ -872,13 +811,13 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
-    if (0 == err && (ep->rtail > ep->rhead || MCA_BTL_DEVMEM_RX_HDR != ep->rx_state)) {
+    if (0 == err && (mca_btl_devmem_rxframe_partial(&ep->rx) > 0 || ep->rx.in_body)) {
         /* the stream ended inside a frame: say so, the bytes we had are not a message */
         char why[128];
 
-        if (MCA_BTL_DEVMEM_RX_HDR == ep->rx_state) {
+        if (!ep->rx.in_body) {
             snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
-                     "frame (%zu bytes of it received)", ep->rtail - ep->rhead);
+                     "frame (%zu bytes of it received)", mca_btl_devmem_rxframe_partial(&ep->rx));
         } else {
             snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
                      "frame's payload");
@@ -896,46 +835,27 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
      * emptied the socket: stop there rather than pay a syscall for EAGAIN; the event is
      * level-triggered and calls again when more arrives. */
     for (int round = 0; round < 64; round++) {
+        struct iovec iov[2];
+        int cnt, rc;
         size_t want;
         ssize_t n;
 
         if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state && MCA_BTL_DEVMEM_EP_SHUTDOWN != ep->state) {
             return;
         }
-        if (MCA_BTL_DEVMEM_RX_BODY == ep->rx_state) {
-            struct iovec iov[2] = {{ep->rdst, ep->rleft}, {ep->rbuf, ep->rcap}};
-            want = ep->rleft + ep->rcap;
-            n = readv(ep->sd, iov, 2);
-            mca_btl_devmem_component.stats.recv_calls++;
-            if (n > 0) {
-                if ((size_t) n < ep->rleft) {
-                    ep->rdst += n;
-                    ep->rleft -= n;
-                } else {
-                    ep->rtail = (size_t) n - ep->rleft;
-                    ep->rleft = 0;
-                    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-                    rx_complete(ep, &ep->rhdr, ep->rbig);
-                    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || rx_parse(ep) < 0) {
-                        return;
-                    }
-                }
-                if ((size_t) n < want) {
-                    return;
-                }
-                continue;
+        cnt = mca_btl_devmem_rxframe_iov(&ep->rx, iov);
+        want = iov[0].iov_len + (2 == cnt ? iov[1].iov_len : 0);
+        n = 1 == cnt ? recv(ep->sd, iov[0].iov_base, want, 0) : readv(ep->sd, iov, cnt);
+        mca_btl_devmem_component.stats.recv_calls++;
+        if (n > 0) {
+            rc = mca_btl_devmem_rxframe_got(&ep->rx, (size_t) n);
+            if (-ENOMEM == rc) {
+                ep_fail(ep, "out of memory for a large fragment", ENOMEM, false);
             }
-        } else {
-            want = ep->rcap - ep->rtail;
-            n = recv(ep->sd, ep->rbuf + ep->rtail, want, 0);
-            mca_btl_devmem_component.stats.recv_calls++;
-            if (n > 0) {
-                ep->rtail += n;
-                if (rx_parse(ep) < 0 || (size_t) n < want) {
-                    return;
-                }
-                continue;
+            if (rc < 0 || (size_t) n < want) {
+                return;
             }
+            continue;
         }
         if (0 == n) {
             rx_eof(ep, 0);

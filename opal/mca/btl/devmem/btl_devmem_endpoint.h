@@ -8,6 +8,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_rxframe.h"
 #include "btl_devmem_watch.h"
 
 BEGIN_C_DECLS
@@ -20,11 +21,6 @@ enum mca_btl_devmem_ep_state {
     MCA_BTL_DEVMEM_EP_CONNECTED,
     MCA_BTL_DEVMEM_EP_SHUTDOWN,    /* the peer said FIN, or we did: no more traffic */
     MCA_BTL_DEVMEM_EP_FAILED,      /* lost without an orderly close: sends fail */
-};
-
-enum mca_btl_devmem_rx_state {
-    MCA_BTL_DEVMEM_RX_HDR,  /* parsing headers (and small payloads) from the read-ahead */
-    MCA_BTL_DEVMEM_RX_BODY, /* reading a large payload straight to its destination */
 };
 
 struct mca_btl_base_endpoint_t {
@@ -42,16 +38,8 @@ struct mca_btl_base_endpoint_t {
     opal_list_t send_queue;        /* mca_btl_devmem_frag_t, in wire order */
 
     /* receive side */
-    enum mca_btl_devmem_rx_state rx_state;
-    char *rbuf;                    /* read-ahead buffer */
-    size_t rcap, rhead, rtail;     /* capacity, first unparsed byte, end of data */
-    struct mca_btl_devmem_hdr rhdr; /* header of the payload being read in RX_BODY */
-    char *rdst;                    /* where the rest of that payload goes */
-    size_t rleft;
-    char *rbig;                    /* SEND payloads larger than the read-ahead */
-    size_t rbig_cap;
+    struct mca_btl_devmem_rxframe rx; /* framing and read-ahead (btl_devmem_rxframe.h) */
     mca_btl_devmem_frag_t *rget;   /* the get a GET_RESP body completes */
-    struct mca_btl_devmem_limits limits;
     bool in_recv;
 
     /* gets waiting for their GET_RESP */
