@@ -32,6 +32,7 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_progress.h"
+#include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_sock.h"
 #include "btl_devmem_watch.h"
@@ -240,6 +241,11 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, boo
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
 {
     ep_fail(ep, why, err, false);
+}
+
+void mca_btl_devmem_endpoint_abort(mca_btl_devmem_endpoint_t *ep, const char *why)
+{
+    ep_fail(ep, why, 0, true);
 }
 
 void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what)
@@ -629,61 +635,6 @@ static void deliver(mca_btl_devmem_endpoint_t *ep, uint8_t tag, void *payload, s
 #endif
 }
 
-static mca_btl_devmem_frag_t *find_get(mca_btl_devmem_endpoint_t *ep, uint64_t id)
-{
-    mca_btl_devmem_frag_t *found = NULL, *frag;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    OPAL_LIST_FOREACH (frag, &ep->pending_gets, mca_btl_devmem_frag_t) {
-        if (frag->hdr.id == id) {
-            found = frag;
-            break;
-        }
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    return found;
-}
-
-static void finish_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
-{
-    char why[DEVMEM_ERR_MSG_MAX + 64];
-    int status = OPAL_SUCCESS;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    if (NULL != get->stage) {
-        /* landed in host memory for a device destination: the GPU takes it from there */
-        if (0 != mca_btl_devmem_mem_copy(get->local_address, get->stage, get->hdr.size,
-                                         get->ordinal, why, sizeof(why))) {
-            opal_output(0, "btl:devmem: completing a get from %s: %s",
-                        OPAL_NAME_PRINT(ep->peer->name), why);
-            status = OPAL_ERROR;
-        } else {
-            mca_btl_devmem_component.stats.dev_staged += get->hdr.size;
-        }
-    }
-    mca_btl_devmem_component.stats.rx_host += get->hdr.size;
-    mca_btl_devmem_component.stats.get_host += get->hdr.size;
-    complete_frag(ep, get, status);
-}
-
-/* The peer asks for `size` bytes at `addr` in our memory: stream them back in place. */
-static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
-{
-    char why[DEVMEM_ERR_MSG_MAX + 64];
-    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_get_resp(h, why, sizeof(why));
-
-    if (NULL == resp) {
-        ep_fail(ep, why, 0, true);
-        return -1;
-    }
-    if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
-        mca_btl_devmem_frag_return(resp); /* the endpoint failed and said so */
-    }
-    return 0;
-}
-
 /*
  * The checks a frame needs beyond the header codec, done once per frame before any payload
  * is placed: somebody must listen on a SEND's tag, a PUT needs an address, a GET_RESP must
@@ -715,9 +666,7 @@ static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_h
         }
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        ep->rget = find_get(ep, h->id);
-        if (NULL == ep->rget || ep->rget->hdr.size != h->size) {
-            ep->rget = NULL;
+        if (!mca_btl_devmem_rdma_resp_admit(ep, h)) {
             proto_error(ep, "get response matches no request", h);
             return -1;
         }
@@ -732,15 +681,13 @@ static char *rx_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_
     if (MCA_BTL_DEVMEM_HDR_PUT == h->type) {
         return (char *) (uintptr_t) h->addr;
     }
-    return NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address;
+    return mca_btl_devmem_rdma_resp_dest(ep);
 }
 
 /* Every payload byte of an admitted frame is in place (a SEND's at `body`). */
 static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h,
                         char *body)
 {
-    mca_btl_devmem_frag_t *get;
-
     switch (h->type) {
     case MCA_BTL_DEVMEM_HDR_SEND:
         deliver(ep, h->tag, body, h->size);
@@ -752,16 +699,14 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         if (h->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) {
             (void) mca_btl_devmem_devflow_answer(ep, h);
         } else {
-            (void) answer_get(ep, h);
+            (void) mca_btl_devmem_rdma_answer(ep, h);
         }
         break;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:
         (void) mca_btl_devmem_devflow_claim(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        get = ep->rget;
-        ep->rget = NULL;
-        finish_get(ep, get);
+        mca_btl_devmem_rdma_resp_done(ep);
         break;
     case MCA_BTL_DEVMEM_HDR_FIN:
         OPAL_THREAD_LOCK(&ep->lock);

@@ -76,6 +76,10 @@ int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
  * tell the PML. why: what happened; err: an errno or 0. */
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err);
 
+/* This rank gives up on the connection for a reason of its own (out of memory, a failed
+ * copy): said at once, as a fault found here, then as endpoint_fail. */
+void mca_btl_devmem_endpoint_abort(mca_btl_devmem_endpoint_t *ep, const char *why);
+
 /* The peer broke the protocol outside a fragment header (device flows): count, then fail. */
 void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what);
 
