@@ -27,8 +27,7 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 
     for (size_t i = 0; i < nprocs; i++) {
         mca_btl_devmem_proc_t *peer;
-        const struct mca_btl_devmem_modex_addr *addr;
-        mca_btl_devmem_endpoint_t *ep;
+        int rc;
 
         peers[i] = NULL;
         if (procs[i] == me) {
@@ -37,29 +36,11 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (NULL == (peer = mca_btl_devmem_proc_create(procs[i]))) {
             continue;
         }
-        OPAL_THREAD_LOCK(&peer->lock);
-        ep = peer->endpoints[m->index];
-        if (NULL == ep) {
-            if (NULL == (addr = mca_btl_devmem_proc_pick_addr(peer, m))) {
-                OPAL_THREAD_UNLOCK(&peer->lock);
-                continue;
-            }
-            ep = OBJ_NEW(mca_btl_devmem_endpoint_t);
-            if (NULL == ep) {
-                OPAL_THREAD_UNLOCK(&peer->lock);
-                return OPAL_ERR_OUT_OF_RESOURCE;
-            }
-            ep->module = m;
-            ep->peer = peer;
-            ep->remote = *addr;
-            peer->endpoints[m->index] = ep;
-            OPAL_THREAD_LOCK(&m->lock);
-            opal_list_append(&m->endpoints, &ep->super);
-            OPAL_THREAD_UNLOCK(&m->lock);
+        rc = mca_btl_devmem_proc_endpoint(peer, m, &peers[i]);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
         }
-        OPAL_THREAD_UNLOCK(&peer->lock);
-        peers[i] = ep;
-        if (NULL != reachable) {
+        if (NULL != peers[i] && NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int) i);
         }
     }
