@@ -1,10 +1,7 @@
 /*
  * The component: MCA parameters, the Open MPI version check, interface selection, one
- * listen socket per module, the modex record, and the accepting side of the handshake.
- *
- * Strangers: anything that connects to a listen socket gets `handshake_timeout` seconds
- * to send a valid hello with our secret; otherwise it is closed and counted, and the job
- * never notices.
+ * listen socket per module (what connects to it is btl_devmem_conn.c's), and the modex
+ * record.
  */
 #include "opal_config.h"
 
@@ -22,6 +19,7 @@
 #include "opal/util/show_help.h"
 
 #include "btl_devmem.h"
+#include "btl_devmem_conn.h"
 #include "btl_devmem_dev.h"
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
@@ -138,7 +136,9 @@ static int component_register(void)
     c->handshake_timeout = 10;
     reg_int("handshake_timeout",
             "Seconds an incoming connection may take to send a valid hello before it is "
-            "dropped (strangers and stuck peers)",
+            "dropped (strangers and stuck peers); also how long a connection of ours may "
+            "take to be set up and answered before the peer counts as lost, and how long a "
+            "peer that deferred ours has for its own connection before we connect again",
             OPAL_INFO_LVL_5, &c->handshake_timeout);
     c->keepalive = 10;
     reg_int("keepalive",
@@ -445,77 +445,6 @@ void mca_btl_devmem_print_stats(void)
                 s->dev_staged, s->gets_inflight_max, s->idle_yields, s->idle_blocks);
 }
 
-/* ---------------------------------------------------------------- accepting */
-
-static void hello_read(mca_btl_devmem_held_t *pa)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    mca_btl_devmem_module_t *m = pa->owner;
-    enum mca_btl_devmem_check chk;
-    struct mca_btl_devmem_hello hello;
-    opal_process_name_t name;
-    mca_btl_devmem_proc_t *peer;
-    mca_btl_base_endpoint_t *ep;
-    ssize_t n;
-    int rc, sd;
-
-    n = recv(pa->sd, (char *) &pa->hello + pa->got, sizeof(pa->hello) - pa->got, 0);
-    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
-        return;
-    }
-    if (n <= 0) {
-        mca_btl_devmem_held_drop(pa, 0 == n ? "closed before a complete hello"
-                                            : strerror(errno));
-        return;
-    }
-    pa->got += n;
-    if (pa->got < sizeof(pa->hello)) {
-        return;
-    }
-    chk = mca_btl_devmem_hello_check(&pa->hello, true, c->secret);
-    if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-        mca_btl_devmem_held_drop(pa, mca_btl_devmem_check_str(chk));
-        return;
-    }
-    if (pa->hello.link != m->index) {
-        mca_btl_devmem_held_drop(pa, "hello names another module than the one it reached");
-        return;
-    }
-    name.jobid = pa->hello.jobid;
-    name.vpid = pa->hello.vpid;
-    peer = mca_btl_devmem_proc_lookup_or_add(&name);
-    if (NULL == peer || NULL == (ep = peer->endpoints[m->index])) {
-        mca_btl_devmem_held_drop(pa, "the process it names is not one we can reach on this "
-                                     "module");
-        return;
-    }
-    /* the socket now belongs to the endpoint (or is closed by it) */
-    hello = pa->hello;
-    sd = mca_btl_devmem_held_take(pa);
-    rc = mca_btl_devmem_endpoint_accept(ep, sd, &hello);
-    DEVMEM_VERBOSE(20, "accepted a connection from %s: %s", OPAL_NAME_PRINT(name),
-                   MCA_BTL_DEVMEM_HELLO_ACCEPT == rc ? "taken"
-                   : MCA_BTL_DEVMEM_HELLO_DEFER == rc ? "deferred to ours" : "failed");
-}
-
-/* A connection reached module arg's listen socket: it has handshake_timeout to say hello. */
-static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, uint16_t port)
-{
-    mca_btl_devmem_module_t *m = arg;
-
-    mca_btl_devmem_tune_socket(sd);
-    (void) mca_btl_devmem_held_new(&mca_btl_devmem_component.pending_accepts, sd, addr, port, m,
-                                   m->itf.name, "connection",
-                                   "no hello before the handshake timeout", hello_read);
-}
-
-static void listen_cb(int lsd, short flags, void *arg)
-{
-    mca_btl_devmem_module_t *m = arg;
-
-    mca_btl_devmem_accept_all(lsd, m->itf.name, accepted, m);
-}
-
 /* ---------------------------------------------------------------- init */
 
 static int create_listener(mca_btl_devmem_module_t *m)
@@ -525,7 +454,8 @@ static int create_listener(mca_btl_devmem_module_t *m)
     if (0 != rc) {
         return rc;
     }
-    mca_btl_devmem_watch_init(&m->listen_watch, m->listen_fd, listen_cb, m);
+    mca_btl_devmem_watch_init(&m->listen_watch, m->listen_fd, mca_btl_devmem_conn_listen_cb,
+                              m);
     return mca_btl_devmem_watch_set(&m->listen_watch, OPAL_EV_READ);
 }
 
@@ -645,7 +575,7 @@ static int create_modules(void)
             m->link = (uint32_t) link;
             m->index = (uint32_t) c->num_modules;
             m->listen_fd = -1;
-            mca_btl_devmem_watch_init(&m->listen_watch, -1, listen_cb, m);
+            mca_btl_devmem_watch_init(&m->listen_watch, -1, mca_btl_devmem_conn_listen_cb, m);
             m->error_cb = NULL;
             m->dev = NULL;
             m->dev_reason[0] = '\0';

@@ -31,6 +31,7 @@
 
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_conn.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
@@ -45,13 +46,14 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
 {
     ep->module = NULL;
     ep->peer = NULL;
-    ep->state = MCA_BTL_DEVMEM_EP_CLOSED;
+    ep->state = MCA_BTL_DEVMEM_EP_CLOSED; /* where every endpoint starts: no trace */
     ep->sd = -1;
     ep->conn_counted = false;
     mca_btl_devmem_watch_init(&ep->watch, -1, ep_cb, ep);
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
+    mca_btl_devmem_conn_init(ep);
     mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
     ep->rget = NULL;
     ep->in_recv = false;
@@ -62,6 +64,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
+    mca_btl_devmem_conn_fini(ep);
     mca_btl_devmem_devflow_free(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
@@ -74,21 +77,7 @@ static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);
 
-const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s)
-{
-    switch (s) {
-    case MCA_BTL_DEVMEM_EP_CLOSED: return "closed";
-    case MCA_BTL_DEVMEM_EP_CONNECTING: return "connecting";
-    case MCA_BTL_DEVMEM_EP_CONNECT_ACK: return "waiting for handshake reply";
-    case MCA_BTL_DEVMEM_EP_WAIT_PEER: return "waiting for the peer's connection";
-    case MCA_BTL_DEVMEM_EP_CONNECTED: return "connected";
-    case MCA_BTL_DEVMEM_EP_SHUTDOWN: return "shut down";
-    case MCA_BTL_DEVMEM_EP_FAILED: return "failed";
-    }
-    return "?";
-}
-
-static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
+const char *mca_btl_devmem_endpoint_peer_host(const mca_btl_devmem_endpoint_t *ep)
 {
     const char *h = opal_get_proc_hostname(ep->peer->proc);
     return NULL != h ? h : "unknown host";
@@ -96,7 +85,7 @@ static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
 
 /* ---------------------------------------------------------------- events */
 
-static void socket_attach(mca_btl_devmem_endpoint_t *ep, int sd)
+void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd)
 {
     ep->sd = sd;
     mca_btl_devmem_watch_init(&ep->watch, sd, ep_cb, ep);
@@ -106,13 +95,8 @@ static void socket_attach(mca_btl_devmem_endpoint_t *ep, int sd)
     }
 }
 
-/* Both return 0, or -errno when the socket cannot be watched (the caller fails the
- * endpoint once it has dropped the lock: a connection nobody watches would hang the job). */
-static int recv_event_on(mca_btl_devmem_endpoint_t *ep)
-{
-    return mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_READ);
-}
-
+/* 0, or -errno when the socket cannot be watched (the caller fails the endpoint once it
+ * has dropped the lock: a connection nobody watches would hang the job). */
 static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 {
     return on ? mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE)
@@ -120,7 +104,7 @@ static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 }
 
 /* Drop the socket and its events; the state is the caller's to set. */
-static void socket_close(mca_btl_devmem_endpoint_t *ep)
+void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
 {
     (void) mca_btl_devmem_watch_set(&ep->watch, 0);
     if (ep->conn_counted) {
@@ -211,10 +195,11 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, boo
         OBJ_DESTRUCT(&doomed);
         return;
     }
-    ep->state = MCA_BTL_DEVMEM_EP_FAILED;
+    mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_FAILED, why);
     snprintf(msg, sizeof(msg),
              "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
-             OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
+             OPAL_NAME_PRINT(ep->peer->name), mca_btl_devmem_endpoint_peer_host(ep),
+             ep->module->itf.name, why,
              err ? ": " : "", err ? strerror(err) : "");
     /* the PML ends the job with msg as its words; say it ourselves without one (and at
      * verbosity 1, for a PML that carries on without printing), or first when it is ours */
@@ -223,7 +208,7 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, boo
     } else {
         DEVMEM_VERBOSE(1, "%s", msg);
     }
-    socket_close(ep);
+    mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
@@ -313,7 +298,18 @@ static void send_progress(mca_btl_devmem_endpoint_t *ep)
     }
 }
 
-static int start_connect(mca_btl_devmem_endpoint_t *ep);
+int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep)
+{
+    opal_list_t done;
+    int rc;
+
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    rc = send_progress_locked(ep, &done);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    complete_list(ep, &done, OPAL_SUCCESS);
+    OBJ_DESTRUCT(&done);
+    return rc;
+}
 
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
 {
@@ -371,7 +367,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
     case MCA_BTL_DEVMEM_EP_CLOSED:
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
         opal_list_append(&ep->send_queue, &frag->base.super.super);
-        rc = start_connect(ep);
+        rc = mca_btl_devmem_conn_start(ep);
         break;
     default: /* connecting: queued until the handshake completes */
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
@@ -384,228 +380,6 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
         return OPAL_SUCCESS; /* the frag was completed with an error by ep_fail */
     }
     return OPAL_SUCCESS;
-}
-
-/* ---------------------------------------------------------------- connecting */
-
-static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
-{
-    size_t want = (size_t) mca_btl_devmem_component.recv_buffer;
-    size_t eager_frame = ep->module->super.btl_eager_limit + sizeof(struct mca_btl_devmem_hdr);
-
-    if (want < eager_frame) {
-        want = eager_frame; /* eager frames are always delivered from the buffer */
-    }
-    return mca_btl_devmem_rxframe_start(&ep->rx, want);
-}
-
-/* Called with ep->lock held. Returns 0 or -errno. */
-static int start_connect(mca_btl_devmem_endpoint_t *ep)
-{
-    int sd;
-
-    DEVMEM_VERBOSE(20, "connecting to %s via %s", OPAL_NAME_PRINT(ep->peer->name),
-                   ep->module->itf.name);
-    sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.port);
-    if (sd < 0) {
-        return sd;
-    }
-    socket_attach(ep, sd);
-    ep->state = MCA_BTL_DEVMEM_EP_CONNECTING;
-    return send_event_set(ep, true); /* writable = connect finished */
-}
-
-/* Write a whole small buffer to a fresh socket (a hello or its reply). */
-static int send_small(int sd, const void *buf, size_t len)
-{
-    ssize_t n;
-
-    do {
-        n = send(sd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (n < 0 && EINTR == errno);
-    if (n < 0) {
-        return -errno;
-    }
-    return (size_t) n == len ? 0 : -EAGAIN;
-}
-
-static void local_name(uint32_t *jobid, uint32_t *vpid)
-{
-    const opal_proc_t *me = opal_proc_local_get();
-    *jobid = me->proc_name.jobid;
-    *vpid = me->proc_name.vpid;
-}
-
-/* The non-blocking connect finished: check it and send our hello. */
-static void connect_done(mca_btl_devmem_endpoint_t *ep)
-{
-    struct mca_btl_devmem_hello hello;
-    int err = 0, rc;
-    socklen_t len = sizeof(err);
-    uint32_t jobid, vpid;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    if (0 != getsockopt(ep->sd, SOL_SOCKET, SO_ERROR, &err, &len)) {
-        err = errno;
-    }
-    if (0 == err) {
-        local_name(&jobid, &vpid);
-        mca_btl_devmem_hello_init(&hello, MCA_BTL_DEVMEM_HELLO_REQUEST, jobid, vpid,
-                                  ep->peer->secret, ep->remote.module,
-                                  (uint32_t) ep->module->super.btl_max_send_size);
-        rc = send_small(ep->sd, &hello, sizeof(hello));
-        err = rc < 0 ? -rc : 0;
-    }
-    if (0 == err) {
-        ep->state = MCA_BTL_DEVMEM_EP_CONNECT_ACK;
-        ep->reply_got = 0;
-        rc = send_event_set(ep, false);
-        if (0 == rc) {
-            rc = recv_event_on(ep);
-        }
-        err = rc < 0 ? -rc : 0;
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    if (0 != err) {
-        ep_fail(ep, "connect failed", err, false);
-    }
-}
-
-/* The handshake is complete on ep->sd: start moving data. Called with the lock held. */
-static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
-{
-    int rc = rx_buffers_ready(ep);
-    if (rc < 0) {
-        return rc;
-    }
-    ep->rx.limits.frag_limit = peer_frag_limit;
-    ep->rx.limits.put_limit = ep->module->super.btl_put_limit > UINT32_MAX
-                               ? UINT32_MAX
-                               : ep->module->super.btl_put_limit;
-    ep->state = MCA_BTL_DEVMEM_EP_CONNECTED;
-    rc = recv_event_on(ep);
-    if (rc < 0) {
-        return rc;
-    }
-    mca_btl_devmem_component.stats.conn_made++;
-    DEVMEM_VERBOSE(10, "connected to %s on host %s via %s", OPAL_NAME_PRINT(ep->peer->name),
-                   peer_host(ep), ep->module->itf.name);
-    return 0;
-}
-
-/*
- * Either side of the handshake succeeded: become connected, write what was queued while
- * connecting, and open the device flow. Called with the lock held; returns with it dropped.
- * 0, or -errno after the endpoint failed.
- */
-static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
-{
-    opal_list_t done;
-    int rc = become_connected(ep, peer_frag_limit);
-
-    OBJ_CONSTRUCT(&done, opal_list_t);
-    if (0 == rc) {
-        rc = send_progress_locked(ep, &done);
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    complete_list(ep, &done, OPAL_SUCCESS);
-    OBJ_DESTRUCT(&done);
-    if (rc < 0) {
-        ep_fail(ep, "cannot start the connection", -rc, false);
-        return rc;
-    }
-    mca_btl_devmem_devflow_start(ep);
-    return 0;
-}
-
-/* Read the acceptor's reply (connector side). */
-static void read_reply(mca_btl_devmem_endpoint_t *ep)
-{
-    ssize_t n;
-    enum mca_btl_devmem_check chk;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    n = recv(ep->sd, (char *) &ep->reply + ep->reply_got, sizeof(ep->reply) - ep->reply_got, 0);
-    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        return;
-    }
-    if (n <= 0) {
-        int err = 0 == n ? 0 : errno;
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        ep_fail(ep, 0 == n ? "the peer closed the connection during the handshake"
-                           : "handshake failed", err, false);
-        return;
-    }
-    ep->reply_got += n;
-    if (ep->reply_got < sizeof(ep->reply)) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        return;
-    }
-    chk = mca_btl_devmem_hello_check(&ep->reply, false, mca_btl_devmem_component.secret);
-    if (MCA_BTL_DEVMEM_CHECK_OK == chk
-        && (ep->reply.jobid != ep->peer->name.jobid || ep->reply.vpid != ep->peer->name.vpid)) {
-        chk = MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
-    }
-    if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        ep_fail(ep, mca_btl_devmem_check_str(chk), 0, true);
-        return;
-    }
-    if (MCA_BTL_DEVMEM_HELLO_DEFER == ep->reply.status) {
-        /* simultaneous connect: the peer's own connection is on its way to us */
-        DEVMEM_VERBOSE(20, "%s deferred our connection; waiting for its own",
-                       OPAL_NAME_PRINT(ep->peer->name));
-        socket_close(ep);
-        ep->state = MCA_BTL_DEVMEM_EP_WAIT_PEER;
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        return;
-    }
-    (void) start_connected(ep, ep->reply.frag_limit);
-}
-
-int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
-                                   const struct mca_btl_devmem_hello *hello)
-{
-    struct mca_btl_devmem_hello reply;
-    const opal_proc_t *me = opal_proc_local_get();
-    uint16_t status = MCA_BTL_DEVMEM_HELLO_ACCEPT;
-    int rc;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    switch (ep->state) {
-    case MCA_BTL_DEVMEM_EP_CLOSED:
-    case MCA_BTL_DEVMEM_EP_WAIT_PEER:
-        break;
-    case MCA_BTL_DEVMEM_EP_CONNECTING:
-    case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
-        /* both sides connected at once: the lower name's connection wins */
-        if (opal_compare_proc(me->proc_name, ep->peer->name) < 0) {
-            status = MCA_BTL_DEVMEM_HELLO_DEFER;
-        } else {
-            socket_close(ep);
-        }
-        break;
-    default:
-        status = MCA_BTL_DEVMEM_HELLO_DEFER;
-        DEVMEM_VERBOSE(10, "refusing a second connection from %s (endpoint %s)",
-                       OPAL_NAME_PRINT(ep->peer->name),
-                       mca_btl_devmem_endpoint_state_str(ep->state));
-        break;
-    }
-    mca_btl_devmem_hello_init(&reply, status, me->proc_name.jobid, me->proc_name.vpid,
-                              hello->secret == mca_btl_devmem_component.secret
-                                  ? ep->peer->secret : 0,
-                              ep->module->index, (uint32_t) ep->module->super.btl_max_send_size);
-    rc = send_small(sd, &reply, sizeof(reply));
-    if (MCA_BTL_DEVMEM_HELLO_DEFER == status || rc < 0) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        close(sd);
-        return rc < 0 ? rc : status;
-    }
-    socket_attach(ep, sd);
-    rc = start_connected(ep, hello->frag_limit);
-    return rc < 0 ? rc : status;
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -710,9 +484,8 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         break;
     case MCA_BTL_DEVMEM_HDR_FIN:
         OPAL_THREAD_LOCK(&ep->lock);
-        ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
+        mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_SHUTDOWN, "the peer said FIN");
         OPAL_THREAD_UNLOCK(&ep->lock);
-        DEVMEM_VERBOSE(20, "%s closed its connection in order", OPAL_NAME_PRINT(ep->peer->name));
         break;
     }
 }
@@ -752,7 +525,7 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
 {
     if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state && 0 == err) {
         OPAL_THREAD_LOCK(&ep->lock);
-        socket_close(ep);
+        mca_btl_devmem_endpoint_detach(ep);
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
@@ -825,7 +598,7 @@ static void recv_cb(mca_btl_devmem_endpoint_t *ep)
     ep->in_recv = true;
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
-        read_reply(ep);
+        mca_btl_devmem_conn_read_reply(ep);
         if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state) {
             rx_progress(ep); /* data may already follow the reply */
         }
@@ -843,7 +616,7 @@ static void recv_cb(mca_btl_devmem_endpoint_t *ep)
 static void send_cb(mca_btl_devmem_endpoint_t *ep)
 {
     if (MCA_BTL_DEVMEM_EP_CONNECTING == ep->state) {
-        connect_done(ep);
+        mca_btl_devmem_conn_connect_done(ep);
         return;
     }
     send_progress(ep);
@@ -883,8 +656,8 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
         (void) mca_btl_devmem_frag_queue_drain(ep->sd, &ep->send_queue, &leftover);
         (void) shutdown(ep->sd, SHUT_WR);
     }
-    ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
-    socket_close(ep);
+    mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_SHUTDOWN, "closing down");
+    mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&leftover, opal_list_get_end(&leftover), &ep->send_queue);
     OPAL_THREAD_UNLOCK(&ep->lock);
     mca_btl_devmem_devflow_close(ep, true);

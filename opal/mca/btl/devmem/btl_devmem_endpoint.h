@@ -31,6 +31,8 @@ struct mca_btl_base_endpoint_t {
     enum mca_btl_devmem_ep_state state;
     int sd;
     opal_mutex_t lock;             /* state and send queue */
+    opal_event_t timer;            /* the timeout of a waiting state (btl_devmem_conn.c) */
+    bool timer_armed;
     bool conn_counted;             /* counted among the live connections (progress.c) */
     mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
 
@@ -64,14 +66,6 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
  */
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
 
-/*
- * An incoming connection passed the handshake checks and names this endpoint's peer.
- * Applies the simultaneous-connect rule; returns the status to reply with
- * (HELLO_ACCEPT: the endpoint took the socket; HELLO_DEFER: the caller closes it).
- */
-int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
-                                   const struct mca_btl_devmem_hello *hello);
-
 /* The peer is gone or misbehaved: fail everything queued for it (device flows too) and
  * tell the PML. why: what happened; err: an errno or 0. */
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err);
@@ -90,6 +84,20 @@ void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
 /* Orderly shutdown: send FIN, flush what we can, close. */
 void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
 
+/* For btl_devmem_conn.c: take sd as the connection (counted among the live ones), and
+ * drop it again (events off, socket closed, receive state reset; the state is the
+ * caller's to set). Called with ep->lock held. */
+void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd);
+void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep);
+
+/* For btl_devmem_conn.c: write what the queue holds (called with ep->lock held, returns with
+ * it dropped), completing what was written. 0, or -errno: the caller fails ep. */
+int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep);
+
+/* The peer's host name, for messages. */
+const char *mca_btl_devmem_endpoint_peer_host(const mca_btl_devmem_endpoint_t *ep);
+
+/* The name of state s (btl_devmem_conn.c's table). */
 const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s);
 
 END_C_DECLS
