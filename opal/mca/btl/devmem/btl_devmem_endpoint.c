@@ -1,10 +1,8 @@
 /*
- * The endpoint: one TCP connection to one peer through one module.
- *
- * Connection: either side may connect first. The connector sends a hello; the acceptor
- * checks it (btl_devmem_component.c) and hands the socket here. When both sides connect
- * at once, the connection opened by the process with the lower name wins: the other side
- * is told to DEFER and waits for the winner's connection, which is already on its way.
+ * The endpoint: one TCP connection to one peer through one module. This file holds its
+ * life (construction, failure, shutdown), the send queue, completions, and the dispatch
+ * of its socket's events. Connecting and the handshake are btl_devmem_conn.c's, get and
+ * put btl_devmem_rdma.c's.
  *
  * Sending: fragments queue in wire order; one sendmsg gathers the iovecs of as many
  * queued fragments as fit, so a burst of small messages costs one syscall.
@@ -35,7 +33,6 @@
 #include "btl_devmem_progress.h"
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
-#include "btl_devmem_sock.h"
 #include "btl_devmem_watch.h"
 
 

@@ -1,6 +1,7 @@
 /*
- * One connection to one peer through one module: connect, handshake, the send queue and
- * the receive state machine.
+ * One connection to one peer through one module: its state, the send queue, the receive
+ * side's framing state, pending gets. Connection states and their changes are
+ * btl_devmem_conn.c's.
  */
 #ifndef MCA_BTL_DEVMEM_ENDPOINT_H
 #define MCA_BTL_DEVMEM_ENDPOINT_H
@@ -61,8 +62,12 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
 
 /*
  * Queue a fragment for the peer (connecting first if needed) and write what the socket
- * takes now. Returns 1 when it was written completely inline (the PML frees or reuses
- * it at once), OPAL_SUCCESS when it is queued (its completion comes later), or an error.
+ * takes now. Returns 1 when a PML descriptor (kind SEND) was written completely inline and
+ * completed without a callback unless its flags asked for one (the PML may reuse it at
+ * once); OPAL_SUCCESS when it is queued (completion, with a callback, comes later), when
+ * an internal fragment was written inline (already completed), or when connecting failed
+ * (the fragment was completed with OPAL_ERR_UNREACH); OPAL_ERR_UNREACH when the endpoint
+ * is failed or shut down, or the inline write failed: the fragment is still the caller's.
  */
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
 
