@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 seconds=${DEVMEM_FUZZ_SECONDS:-12}
 devmem_sanitize_build
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-for name in fuzz_wire fuzz_rx_parse fuzz_netlink fuzz_helper_proto; do
+for name in fuzz_wire fuzz_rxframe fuzz_rx_parse fuzz_netlink fuzz_helper_proto; do
     bin=$DEVMEM_SAN_BUILD/test/fuzz/$name
     if [ ! -x "$bin" ]; then
         devmem_step_fail "$name: not built ($bin)"

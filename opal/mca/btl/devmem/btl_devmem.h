@@ -227,14 +227,6 @@ int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
 
 /* component helpers used by other files (btl_devmem_component.c) */
 void mca_btl_devmem_print_stats(void);
-/* A non-blocking TCP socket of the interface's family, bound to its address and `port` (host
- * order; 0: any), IPv6 only for an IPv6 address. Returns it, or -errno. */
-int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port);
-/* The local port of a bound socket, in host order. 0, or -errno. */
-int mca_btl_devmem_local_port(int sd, uint16_t *port);
-/* A listen socket on the interface's address, port chosen by the kernel: control and
- * device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
-int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port);
 
 END_C_DECLS
 

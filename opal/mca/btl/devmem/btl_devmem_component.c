@@ -1,10 +1,7 @@
 /*
  * The component: MCA parameters, the Open MPI version check, interface selection, one
- * listen socket per module, the modex record, and the accepting side of the handshake.
- *
- * Strangers: anything that connects to a listen socket gets `handshake_timeout` seconds
- * to send a valid hello with our secret; otherwise it is closed and counted, and the job
- * never notices.
+ * listen socket per module (what connects to it is btl_devmem_conn.c's), and the modex
+ * record.
  */
 #include "opal_config.h"
 
@@ -22,6 +19,7 @@
 #include "opal/util/show_help.h"
 
 #include "btl_devmem.h"
+#include "btl_devmem_conn.h"
 #include "btl_devmem_dev.h"
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
@@ -32,6 +30,7 @@
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_sock.h"
 #include "btl_devmem_watch.h"
 
 static int component_open(void);
@@ -55,19 +54,6 @@ mca_btl_devmem_component_t mca_btl_devmem_component = {
         .btl_progress = mca_btl_devmem_progress,
     },
 };
-
-/* A connection that has not yet proven it belongs to the job. */
-typedef struct {
-    opal_list_item_t super;
-    mca_btl_devmem_module_t *module;
-    int sd;
-    mca_btl_devmem_watch_t watch;
-    opal_event_t timer; /* the handshake timeout */
-    struct mca_btl_devmem_hello hello;
-    size_t got;
-    char peer[MCA_BTL_DEVMEM_IP_STRLEN + 8]; /* [address]:port */
-} pending_accept_t;
-static OBJ_CLASS_INSTANCE(pending_accept_t, opal_list_item_t, NULL, NULL);
 
 /* ---------------------------------------------------------------- parameters */
 
@@ -150,7 +136,9 @@ static int component_register(void)
     c->handshake_timeout = 10;
     reg_int("handshake_timeout",
             "Seconds an incoming connection may take to send a valid hello before it is "
-            "dropped (strangers and stuck peers)",
+            "dropped (strangers and stuck peers); also how long a connection of ours may "
+            "take to be set up and answered before the peer counts as lost, and how long a "
+            "peer that deferred ours has for its own connection before we connect again",
             OPAL_INFO_LVL_5, &c->handshake_timeout);
     c->keepalive = 10;
     reg_int("keepalive",
@@ -362,20 +350,6 @@ static int component_open(void)
     return OPAL_SUCCESS;
 }
 
-static void pending_accept_drop(pending_accept_t *pa, const char *why)
-{
-    (void) mca_btl_devmem_watch_set(&pa->watch, 0);
-    opal_event_del(&pa->timer);
-    close(pa->sd);
-    opal_list_remove_item(&mca_btl_devmem_component.pending_accepts, &pa->super);
-    if (NULL != why) {
-        mca_btl_devmem_component.stats.conn_refused++;
-        DEVMEM_VERBOSE(5, "dropped a connection from %s on %s: %s", pa->peer,
-                       pa->module->itf.name, why);
-    }
-    OBJ_RELEASE(pa);
-}
-
 static void modules_release(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -414,13 +388,9 @@ static bool common_cuda_started;
 static int component_close(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    opal_list_item_t *item;
 
     mca_btl_devmem_dispatch_lock();
-    while (NULL != (item = opal_list_get_first(&c->pending_accepts))
-           && item != opal_list_get_end(&c->pending_accepts)) {
-        pending_accept_drop((pending_accept_t *) item, NULL);
-    }
+    mca_btl_devmem_held_drop_all(&c->pending_accepts);
     if (c->stats_enabled && c->num_modules > 0) {
         mca_btl_devmem_print_stats();
     }
@@ -477,174 +447,7 @@ void mca_btl_devmem_print_stats(void)
                 s->dev_staged, s->gets_inflight_max, s->idle_yields, s->idle_blocks);
 }
 
-/* ---------------------------------------------------------------- accepting */
-
-static void hello_cb(int sd, short flags, void *arg)
-{
-    pending_accept_t *pa = arg;
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    enum mca_btl_devmem_check chk;
-    struct mca_btl_devmem_hello hello;
-    opal_process_name_t name;
-    mca_btl_devmem_proc_t *peer;
-    mca_btl_base_endpoint_t *ep;
-    ssize_t n;
-    int rc;
-
-    n = recv(pa->sd, (char *) &pa->hello + pa->got, sizeof(pa->hello) - pa->got, 0);
-    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
-        return;
-    }
-    if (n <= 0) {
-        pending_accept_drop(pa, 0 == n ? "closed before a complete hello" : strerror(errno));
-        return;
-    }
-    pa->got += n;
-    if (pa->got < sizeof(pa->hello)) {
-        return;
-    }
-    chk = mca_btl_devmem_hello_check(&pa->hello, true, c->secret);
-    if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-        pending_accept_drop(pa, mca_btl_devmem_check_str(chk));
-        return;
-    }
-    if (pa->hello.link != pa->module->index) {
-        pending_accept_drop(pa, "hello names another module than the one it reached");
-        return;
-    }
-    name.jobid = pa->hello.jobid;
-    name.vpid = pa->hello.vpid;
-    peer = mca_btl_devmem_proc_lookup_or_add(&name);
-    if (NULL == peer || NULL == (ep = peer->endpoints[pa->module->index])) {
-        pending_accept_drop(pa, "the process it names is not one we can reach on this module");
-        return;
-    }
-    /* the socket now belongs to the endpoint (or is closed by it) */
-    hello = pa->hello;
-    (void) mca_btl_devmem_watch_set(&pa->watch, 0);
-    opal_event_del(&pa->timer);
-    opal_list_remove_item(&c->pending_accepts, &pa->super);
-    sd = pa->sd;
-    OBJ_RELEASE(pa);
-    rc = mca_btl_devmem_endpoint_accept(ep, sd, &hello);
-    DEVMEM_VERBOSE(20, "accepted a connection from %s: %s", OPAL_NAME_PRINT(name),
-                   MCA_BTL_DEVMEM_HELLO_ACCEPT == rc ? "taken"
-                   : MCA_BTL_DEVMEM_HELLO_DEFER == rc ? "deferred to ours" : "failed");
-}
-
-/* A libevent timer: the dispatch lock keeps it out of the socket callbacks' way. */
-static void hello_timeout(int fd, short flags, void *arg)
-{
-    mca_btl_devmem_dispatch_lock();
-    pending_accept_drop(arg, "no hello before the handshake timeout");
-    mca_btl_devmem_dispatch_unlock();
-}
-
-static void listen_cb(int lsd, short flags, void *arg)
-{
-    mca_btl_devmem_module_t *m = arg;
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
-    for (;;) {
-        struct sockaddr_storage from;
-        socklen_t len = sizeof(from);
-        struct mca_btl_devmem_ip ip;
-        uint16_t port = 0;
-        char text[MCA_BTL_DEVMEM_IP_STRLEN];
-        struct timeval tv = {c->handshake_timeout > 0 ? c->handshake_timeout : 1, 0};
-        pending_accept_t *pa;
-        int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-        if (sd < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            if (EAGAIN != errno && EWOULDBLOCK != errno) {
-                DEVMEM_VERBOSE(5, "accept on %s: %s", m->itf.name, strerror(errno));
-            }
-            return;
-        }
-        pa = OBJ_NEW(pending_accept_t);
-        if (NULL == pa) {
-            close(sd);
-            continue;
-        }
-        pa->module = m;
-        pa->sd = sd;
-        pa->got = 0;
-        (void) mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &from, &ip, &port);
-        snprintf(pa->peer, sizeof(pa->peer), AF_INET6 == ip.family ? "[%s]:%u" : "%s:%u",
-                 mca_btl_devmem_ip_str(&ip, text, sizeof(text)), (unsigned) ntohs(port));
-        mca_btl_devmem_tune_socket(sd);
-        mca_btl_devmem_watch_init(&pa->watch, sd, hello_cb, pa);
-        if (0 != mca_btl_devmem_watch_set(&pa->watch, OPAL_EV_READ)) {
-            DEVMEM_VERBOSE(5, "cannot watch a connection from %s on %s", pa->peer,
-                           m->itf.name);
-            close(sd);
-            OBJ_RELEASE(pa);
-            continue;
-        }
-        opal_list_append(&c->pending_accepts, &pa->super);
-        opal_event_evtimer_set(opal_sync_event_base, &pa->timer, hello_timeout, pa);
-        opal_event_evtimer_add(&pa->timer, &tv);
-    }
-}
-
 /* ---------------------------------------------------------------- init */
-
-int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = mca_btl_devmem_ip_to_sockaddr(&itf->addr, htons(port), itf->ifindex, &ss);
-    int sd = socket(itf->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-
-    if (sd < 0) {
-        return -errno;
-    }
-    /* an IPv6 module speaks IPv6 only: IPv4 peers reach the interface's IPv4 module */
-    if ((AF_INET6 == itf->addr.family
-         && 0 != setsockopt(sd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
-        || 0 != bind(sd, (struct sockaddr *) &ss, len)) {
-        int err = errno;
-        close(sd);
-        return -err;
-    }
-    return sd;
-}
-
-int mca_btl_devmem_local_port(int sd, uint16_t *port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    struct mca_btl_devmem_ip ip;
-
-    if (0 != getsockname(sd, (struct sockaddr *) &ss, &len)) {
-        return -errno;
-    }
-    if (0 != mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &ss, &ip, port)) {
-        return -EAFNOSUPPORT;
-    }
-    *port = ntohs(*port);
-    return 0;
-}
-
-int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port)
-{
-    int sd = mca_btl_devmem_bound_socket(itf, 0); /* the kernel picks; the modex tells */
-    int rc;
-
-    if (sd < 0) {
-        return sd;
-    }
-    rc = 0 != listen(sd, SOMAXCONN) ? -errno : mca_btl_devmem_local_port(sd, port);
-    if (0 != rc) {
-        close(sd);
-        return rc;
-    }
-    *fd = sd;
-    return 0;
-}
 
 static int create_listener(mca_btl_devmem_module_t *m)
 {
@@ -653,7 +456,8 @@ static int create_listener(mca_btl_devmem_module_t *m)
     if (0 != rc) {
         return rc;
     }
-    mca_btl_devmem_watch_init(&m->listen_watch, m->listen_fd, listen_cb, m);
+    mca_btl_devmem_watch_init(&m->listen_watch, m->listen_fd, mca_btl_devmem_conn_listen_cb,
+                              m);
     return mca_btl_devmem_watch_set(&m->listen_watch, OPAL_EV_READ);
 }
 
@@ -773,7 +577,7 @@ static int create_modules(void)
             m->link = (uint32_t) link;
             m->index = (uint32_t) c->num_modules;
             m->listen_fd = -1;
-            mca_btl_devmem_watch_init(&m->listen_watch, -1, listen_cb, m);
+            mca_btl_devmem_watch_init(&m->listen_watch, -1, mca_btl_devmem_conn_listen_cb, m);
             m->error_cb = NULL;
             m->dev = NULL;
             m->dev_reason[0] = '\0';

@@ -28,6 +28,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_helper.h"
 #include "btl_devmem_near.h"
+#include "btl_devmem_sock.h"
 
 #include "devmem/netlink.h"
 #include "devmem/nic.h"
@@ -112,27 +113,18 @@ struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id)
 
 /* ---------------------------------------------------------------- the listen socket */
 
+static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, uint16_t port)
+{
+    mca_btl_devmem_devflow_accepted(arg, sd, addr, port);
+}
+
 static void listen_cb(int lsd, short flags, void *arg)
 {
     struct mca_btl_devmem_dev *d = arg;
+    char where[IF_NAMESIZE + 32];
 
-    for (;;) {
-        struct sockaddr_storage from;
-        socklen_t len = sizeof(from);
-        int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-        if (sd < 0) {
-            if (EINTR == errno) {
-                continue;
-            }
-            if (EAGAIN != errno && EWOULDBLOCK != errno) {
-                DEVMEM_VERBOSE(5, "accept on the device-flow port of %s: %s",
-                               d->module->itf.name, strerror(errno));
-            }
-            return;
-        }
-        mca_btl_devmem_devflow_accepted(d, sd, (struct sockaddr *) &from);
-    }
+    snprintf(where, sizeof(where), "the device-flow port of %s", d->module->itf.name);
+    mca_btl_devmem_accept_all(lsd, where, accepted, d);
 }
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)

@@ -17,17 +17,6 @@
  * oldest is dropped, so strangers cannot pile up descriptors. */
 #define DEVFLOW_UNCLAIMED_MAX 256
 
-/* An accepted connection that no control connection has named yet. */
-typedef struct {
-    opal_list_item_t super;
-    struct mca_btl_devmem_dev *dev;
-    int sd;
-    struct mca_btl_devmem_ip addr;
-    uint16_t port; /* host byte order */
-    opal_event_t timer;
-} devflow_unclaimed_t;
-static OBJ_CLASS_INSTANCE(devflow_unclaimed_t, opal_list_item_t, NULL, NULL);
-
 static opal_list_t unclaimed;
 static bool unclaimed_ready;
 
@@ -51,31 +40,6 @@ static void unclaimed_init(void)
         OBJ_CONSTRUCT(&unclaimed, opal_list_t);
         unclaimed_ready = true;
     }
-}
-
-static void unclaimed_drop(devflow_unclaimed_t *u, const char *why)
-{
-    opal_event_del(&u->timer);
-    opal_list_remove_item(&unclaimed, &u->super);
-    if (u->sd >= 0) {
-        close(u->sd);
-    }
-    if (NULL != why) {
-        char a[MCA_BTL_DEVMEM_IP_STRLEN];
-        mca_btl_devmem_component.stats.conn_refused++;
-        DEVMEM_VERBOSE(5, "dropped a device-flow connection from %s port %u on %s: %s",
-                       mca_btl_devmem_ip_str(&u->addr, a, sizeof(a)), (unsigned) u->port,
-                       u->dev->module->itf.name, why);
-    }
-    OBJ_RELEASE(u);
-}
-
-/* A libevent timer: the dispatch lock keeps it out of the socket callbacks' way. */
-static void unclaimed_timeout(int fd, short flags, void *arg)
-{
-    mca_btl_devmem_dispatch_lock();
-    unclaimed_drop(arg, "no control connection named it before the handshake timeout");
-    mca_btl_devmem_dispatch_unlock();
 }
 
 /* ---------------------------------------------------------------- adopting */
@@ -123,19 +87,9 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
 }
 
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
-                                     const struct sockaddr *from)
+                                     const struct mca_btl_devmem_ip *addr, uint16_t port)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    struct mca_btl_devmem_ip addr;
-    uint16_t port = 0;
-    struct timeval tv = {c->handshake_timeout > 0 ? c->handshake_timeout : 1, 0};
-    devflow_unclaimed_t *u;
-
-    if (0 != mca_btl_devmem_ip_from_sockaddr(from, &addr, &port)) {
-        close(sd);
-        return;
-    }
-    port = ntohs(port);
 
     /* the claim may have come first */
     for (int i = 0; i < c->num_modules; i++) {
@@ -143,7 +97,7 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
         OPAL_LIST_FOREACH (ep, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
             struct mca_btl_devmem_devflow *df = ep->devflow;
             if (NULL != df && df->claim_pending
-                && mca_btl_devmem_ip_equal(&df->claim_addr, &addr) && df->claim_port == port) {
+                && mca_btl_devmem_ip_equal(&df->claim_addr, addr) && df->claim_port == port) {
                 (void) adopt(ep, dev, sd);
                 return;
             }
@@ -151,21 +105,15 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
     }
     unclaimed_init();
     if (opal_list_get_size(&unclaimed) >= DEVFLOW_UNCLAIMED_MAX) {
-        unclaimed_drop((devflow_unclaimed_t *) opal_list_get_first(&unclaimed),
-                       "too many unnamed device-flow connections");
+        mca_btl_devmem_held_drop((mca_btl_devmem_held_t *) opal_list_get_first(&unclaimed),
+                                 "too many unnamed device-flow connections");
     }
-    u = OBJ_NEW(devflow_unclaimed_t);
-    if (NULL == u) {
-        close(sd);
-        return;
-    }
-    u->dev = dev;
-    u->sd = sd;
-    u->addr = addr;
-    u->port = port;
-    opal_list_append(&unclaimed, &u->super);
-    opal_event_evtimer_set(opal_sync_event_base, &u->timer, unclaimed_timeout, u);
-    opal_event_evtimer_add(&u->timer, &tv);
+    /* held unread: its bytes are the peer's payload, which may land in device memory */
+    (void) mca_btl_devmem_held_new(&unclaimed, sd, addr, port, dev, dev->module->itf.name,
+                                   "device-flow connection",
+                                   "no control connection named it before the handshake "
+                                   "timeout",
+                                   NULL);
 }
 
 int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
@@ -176,7 +124,7 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
     socklen_t len = sizeof(ss);
     struct mca_btl_devmem_ip addr;
     uint16_t port = (uint16_t) h->id;
-    devflow_unclaimed_t *u;
+    mca_btl_devmem_held_t *u;
 
     if (NULL == df) {
         mca_btl_devmem_endpoint_fail(ep, "out of memory for a device flow", ENOMEM);
@@ -193,13 +141,10 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
         return -1;
     }
     unclaimed_init();
-    OPAL_LIST_FOREACH (u, &unclaimed, devflow_unclaimed_t) {
+    OPAL_LIST_FOREACH (u, &unclaimed, mca_btl_devmem_held_t) {
         if (mca_btl_devmem_ip_equal(&u->addr, &addr) && u->port == port) {
-            struct mca_btl_devmem_dev *dev = u->dev;
-            int sd = u->sd;
-            u->sd = -1;
-            unclaimed_drop(u, NULL);
-            return adopt(ep, dev, sd);
+            struct mca_btl_devmem_dev *dev = u->owner;
+            return adopt(ep, dev, mca_btl_devmem_held_take(u));
         }
     }
     df->claim_pending = true;
@@ -237,16 +182,11 @@ void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
 
 void mca_btl_devmem_devflow_fini(void)
 {
-    opal_list_item_t *item;
-
     mca_btl_devmem_devflow_rx_fini();
     if (!unclaimed_ready) {
         return;
     }
-    while (NULL != (item = opal_list_get_first(&unclaimed))
-           && item != opal_list_get_end(&unclaimed)) {
-        unclaimed_drop((devflow_unclaimed_t *) item, NULL);
-    }
+    mca_btl_devmem_held_drop_all(&unclaimed);
     OBJ_DESTRUCT(&unclaimed);
     unclaimed_ready = false;
 }

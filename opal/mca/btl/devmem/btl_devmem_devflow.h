@@ -28,9 +28,9 @@ BEGIN_C_DECLS
 /* The control connection to ep's peer is up: connect to its device-flow port, if it has one. */
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep);
 
-/* A connection arrived on module dev's device-flow port. */
+/* A connection arrived on module dev's device-flow port from addr:port (host order). */
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
-                                     const struct sockaddr *from);
+                                     const struct mca_btl_devmem_ip *addr, uint16_t port);
 
 /* ep's peer names its device-flow connection (a checked DEVFLOW header). 0, or -1 when ep
  * failed. */

@@ -11,6 +11,7 @@
 #define MCA_BTL_DEVMEM_DEVFLOW_INT_H
 
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_sock.h"
 
 #include "devmem/rx.h"
 #include "devmem/tx.h"

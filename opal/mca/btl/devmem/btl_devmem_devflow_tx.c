@@ -14,6 +14,7 @@
 
 #include "btl_devmem_devflow_int.h"
 #include "btl_devmem_progress.h"
+#include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 
 static void tx_watch_cb(int sd, short flags, void *arg);
@@ -266,7 +267,7 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
             snprintf(why, sizeof(why), "out of fragments answering a get");
         }
     } else {
-        resp = mca_btl_devmem_frag_get_resp(h, why, sizeof(why));
+        resp = mca_btl_devmem_rdma_get_resp(h, why, sizeof(why));
         if (NULL != resp) {
             resp->iov_idx = 1; /* raw: the header stays home, the receiver knows the order */
         }

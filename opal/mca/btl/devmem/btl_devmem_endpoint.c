@@ -1,18 +1,15 @@
 /*
- * The endpoint: one TCP connection to one peer through one module.
- *
- * Connection: either side may connect first. The connector sends a hello; the acceptor
- * checks it (btl_devmem_component.c) and hands the socket here. When both sides connect
- * at once, the connection opened by the process with the lower name wins: the other side
- * is told to DEFER and waits for the winner's connection, which is already on its way.
+ * The endpoint: one TCP connection to one peer through one module. This file holds its
+ * life (construction, failure, shutdown), the send queue, completions, and the dispatch
+ * of its socket's events. Connecting and the handshake are btl_devmem_conn.c's, get and
+ * put btl_devmem_rdma.c's.
  *
  * Sending: fragments queue in wire order; one sendmsg gathers the iovecs of as many
  * queued fragments as fit, so a burst of small messages costs one syscall.
  *
- * Receiving: small frames are read in bulk into a per-connection read-ahead buffer and
- * delivered from there without another copy; a payload larger than the buffer is read
- * straight to its destination with readv, whose second iovec pulls in the next headers in
- * the same call. Every header is checked (btl_devmem_hdr.h) before its payload is read.
+ * Receiving: the framing (read-ahead, large payloads straight to their destination) is
+ * btl_devmem_rxframe.c's; this file reads the socket and says, per frame, whether it is
+ * admitted, where its payload goes and what delivering it means.
  *
  * Failure: EOF or an error without a prior FIN means the peer is gone: queued work fails
  * with OPAL_ERR_UNREACH and the PML's error callback ends the job with the peer's name.
@@ -21,7 +18,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,31 +29,32 @@
 
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_conn.h"
 #include "btl_devmem_progress.h"
+#include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_watch.h"
 
 
 static void ep_cb(int sd, short flags, void *arg);
+static const struct mca_btl_devmem_rxframe_ops rx_ops;
 
 static void ep_construct(mca_btl_devmem_endpoint_t *ep)
 {
     ep->module = NULL;
     ep->peer = NULL;
-    ep->state = MCA_BTL_DEVMEM_EP_CLOSED;
+    ep->state = MCA_BTL_DEVMEM_EP_CLOSED; /* where every endpoint starts: no trace */
     ep->sd = -1;
     ep->conn_counted = false;
     mca_btl_devmem_watch_init(&ep->watch, -1, ep_cb, ep);
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    ep->rbuf = NULL;
-    ep->rcap = ep->rhead = ep->rtail = 0;
-    ep->rbig = NULL;
-    ep->rbig_cap = 0;
+    mca_btl_devmem_conn_init(ep);
+    mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
     ep->rget = NULL;
     ep->in_recv = false;
+    ep->fail_pending = false;
     ep->next_get_id = 1;
     ep->reply_got = 0;
     ep->devflow = NULL;
@@ -65,12 +62,12 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
+    mca_btl_devmem_conn_fini(ep);
     mca_btl_devmem_devflow_free(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
     }
-    free(ep->rbuf);
-    free(ep->rbig);
+    mca_btl_devmem_rxframe_fini(&ep->rx);
     OBJ_DESTRUCT(&ep->lock);
     OBJ_DESTRUCT(&ep->send_queue);
     OBJ_DESTRUCT(&ep->pending_gets);
@@ -78,21 +75,7 @@ static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);
 
-const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s)
-{
-    switch (s) {
-    case MCA_BTL_DEVMEM_EP_CLOSED: return "closed";
-    case MCA_BTL_DEVMEM_EP_CONNECTING: return "connecting";
-    case MCA_BTL_DEVMEM_EP_CONNECT_ACK: return "waiting for handshake reply";
-    case MCA_BTL_DEVMEM_EP_WAIT_PEER: return "waiting for the peer's connection";
-    case MCA_BTL_DEVMEM_EP_CONNECTED: return "connected";
-    case MCA_BTL_DEVMEM_EP_SHUTDOWN: return "shut down";
-    case MCA_BTL_DEVMEM_EP_FAILED: return "failed";
-    }
-    return "?";
-}
-
-static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
+const char *mca_btl_devmem_endpoint_peer_host(const mca_btl_devmem_endpoint_t *ep)
 {
     const char *h = opal_get_proc_hostname(ep->peer->proc);
     return NULL != h ? h : "unknown host";
@@ -100,7 +83,7 @@ static const char *peer_host(const mca_btl_devmem_endpoint_t *ep)
 
 /* ---------------------------------------------------------------- events */
 
-static void socket_attach(mca_btl_devmem_endpoint_t *ep, int sd)
+void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd)
 {
     ep->sd = sd;
     mca_btl_devmem_watch_init(&ep->watch, sd, ep_cb, ep);
@@ -110,13 +93,8 @@ static void socket_attach(mca_btl_devmem_endpoint_t *ep, int sd)
     }
 }
 
-/* Both return 0, or -errno when the socket cannot be watched (the caller fails the
- * endpoint once it has dropped the lock: a connection nobody watches would hang the job). */
-static int recv_event_on(mca_btl_devmem_endpoint_t *ep)
-{
-    return mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_READ);
-}
-
+/* 0, or -errno when the socket cannot be watched (the caller fails the endpoint once it
+ * has dropped the lock: a connection nobody watches would hang the job). */
 static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 {
     return on ? mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE)
@@ -124,7 +102,7 @@ static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 }
 
 /* Drop the socket and its events; the state is the caller's to set. */
-static void socket_close(mca_btl_devmem_endpoint_t *ep)
+void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
 {
     (void) mca_btl_devmem_watch_set(&ep->watch, 0);
     if (ep->conn_counted) {
@@ -135,8 +113,7 @@ static void socket_close(mca_btl_devmem_endpoint_t *ep)
         close(ep->sd);
         ep->sd = -1;
     }
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    ep->rhead = ep->rtail = 0;
+    mca_btl_devmem_rxframe_reset(&ep->rx);
     ep->reply_got = 0;
 }
 
@@ -204,22 +181,67 @@ static void complete_list(mca_btl_devmem_endpoint_t *ep, opal_list_t *done, int 
  * socket closes, since the peer then fails too and Open MPI 5 shows only the first abort's
  * words, which would be the peer's "connection lost" instead of the reason.
  */
+static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int err, bool ours);
+
+/*
+ * The socket, the receive state and the device flows are the dispatch lock's. A thread that
+ * does not hold it and cannot take it at once (a send that found the connection broken while
+ * another thread dispatches) never waits for it: waiting would deadlock with a callback of
+ * ours that waits for a lock the PML holds across its call to us. It leaves the failure to
+ * the dispatcher instead: the endpoint's watch asks for writability, which a broken socket
+ * reports at once, and ep_cb finishes the failure on the dispatcher's next turn. No later
+ * send gets through meanwhile: the state is FAILED-to-be for endpoint_send (fail_pending).
+ */
 static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, bool ours)
+{
+    bool took = false;
+
+    if (!mca_btl_devmem_dispatch_held() && !(took = mca_btl_devmem_dispatch_trylock())) {
+        OPAL_THREAD_LOCK(&ep->lock);
+        if (ep->sd >= 0 && MCA_BTL_DEVMEM_EP_FAILED != ep->state && !ep->fail_pending) {
+            ep->fail_ours = ours;
+            ep->fail_err = err;
+            (void) snprintf(ep->fail_why, sizeof(ep->fail_why), "%s", why);
+            __atomic_store_n(&ep->fail_pending, true, __ATOMIC_RELEASE);
+            if (0 == mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE)) {
+                OPAL_THREAD_UNLOCK(&ep->lock);
+                return;
+            }
+            /* not watched: nobody would finish it, do it now */
+            __atomic_store_n(&ep->fail_pending, false, __ATOMIC_RELAXED);
+        } else if (ep->fail_pending || MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
+            OPAL_THREAD_UNLOCK(&ep->lock);
+            return;
+        }
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        /* no socket (or none watched): nothing the dispatcher owns is in use; wait for it */
+        mca_btl_devmem_dispatch_lock();
+        took = true;
+    }
+    ep_fail_locked(ep, why, err, ours);
+    if (took) {
+        mca_btl_devmem_dispatch_unlock();
+    }
+}
+
+static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int err, bool ours)
 {
     opal_list_t doomed;
     char msg[512];
 
     OBJ_CONSTRUCT(&doomed, opal_list_t);
     OPAL_THREAD_LOCK(&ep->lock);
+    __atomic_store_n(&ep->fail_pending, false, __ATOMIC_RELAXED);
     if (MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
         OPAL_THREAD_UNLOCK(&ep->lock);
         OBJ_DESTRUCT(&doomed);
         return;
     }
-    ep->state = MCA_BTL_DEVMEM_EP_FAILED;
+    mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_FAILED, why);
     snprintf(msg, sizeof(msg),
              "btl_devmem: lost the connection to %s on host %s (interface %s): %s%s%s",
-             OPAL_NAME_PRINT(ep->peer->name), peer_host(ep), ep->module->itf.name, why,
+             OPAL_NAME_PRINT(ep->peer->name), mca_btl_devmem_endpoint_peer_host(ep),
+             ep->module->itf.name, why,
              err ? ": " : "", err ? strerror(err) : "");
     /* the PML ends the job with msg as its words; say it ourselves without one (and at
      * verbosity 1, for a PML that carries on without printing), or first when it is ours */
@@ -228,7 +250,7 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, boo
     } else {
         DEVMEM_VERBOSE(1, "%s", msg);
     }
-    socket_close(ep);
+    mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
@@ -246,6 +268,11 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, boo
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
 {
     ep_fail(ep, why, err, false);
+}
+
+void mca_btl_devmem_endpoint_abort(mca_btl_devmem_endpoint_t *ep, const char *why)
+{
+    ep_fail(ep, why, 0, true);
 }
 
 void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what)
@@ -313,7 +340,18 @@ static void send_progress(mca_btl_devmem_endpoint_t *ep)
     }
 }
 
-static int start_connect(mca_btl_devmem_endpoint_t *ep);
+int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep)
+{
+    opal_list_t done;
+    int rc;
+
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    rc = send_progress_locked(ep, &done);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    complete_list(ep, &done, OPAL_SUCCESS);
+    OBJ_DESTRUCT(&done);
+    return rc;
+}
 
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
 {
@@ -322,6 +360,10 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
 
     frag->endpoint = ep;
     OPAL_THREAD_LOCK(&ep->lock);
+    if (ep->fail_pending) { /* failing: the dispatcher completes it (ep_fail) */
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return OPAL_ERR_UNREACH;
+    }
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_FAILED:
     case MCA_BTL_DEVMEM_EP_SHUTDOWN:
@@ -371,7 +413,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
     case MCA_BTL_DEVMEM_EP_CLOSED:
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
         opal_list_append(&ep->send_queue, &frag->base.super.super);
-        rc = start_connect(ep);
+        rc = mca_btl_devmem_conn_start(ep);
         break;
     default: /* connecting: queued until the handshake completes */
         frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
@@ -384,293 +426,6 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
         return OPAL_SUCCESS; /* the frag was completed with an error by ep_fail */
     }
     return OPAL_SUCCESS;
-}
-
-/* ---------------------------------------------------------------- connecting */
-
-void mca_btl_devmem_tune_socket(int sd)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    int one = 1;
-
-    if (c->nodelay) {
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
-    if (c->sndbuf > 0) {
-        (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
-    }
-    if (c->rcvbuf > 0) {
-        (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
-    }
-    if (c->keepalive > 0) {
-        /* A peer that vanishes without a FIN or a reset (a cut cable, a powered-off node)
-         * is otherwise never noticed by a rank that only waits for it. Keepalive probes
-         * start after this many quiet seconds and give up after five unanswered ones. The
-         * kernel probes only while nothing is in flight, so a peer that is busy elsewhere
-         * and not reading is never probed, nor taken for dead. */
-        int idle = c->keepalive, intvl = c->keepalive / 5 > 0 ? c->keepalive / 5 : 1, cnt = 5;
-
-        (void) setsockopt(sd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    }
-}
-
-static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
-{
-    size_t want = (size_t) mca_btl_devmem_component.recv_buffer;
-    size_t eager_frame = ep->module->super.btl_eager_limit + sizeof(struct mca_btl_devmem_hdr);
-
-    if (want < eager_frame) {
-        want = eager_frame; /* eager frames are always delivered from the buffer */
-    }
-    if (NULL == ep->rbuf) {
-        ep->rbuf = malloc(want);
-        if (NULL == ep->rbuf) {
-            return -ENOMEM;
-        }
-        ep->rcap = want;
-    }
-    ep->rhead = ep->rtail = 0;
-    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-    return 0;
-}
-
-int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
-                                  const struct mca_btl_devmem_modex_addr *remote,
-                                  uint16_t port_net)
-{
-    struct sockaddr_storage ss;
-    struct mca_btl_devmem_ip ip;
-    socklen_t len;
-    int sd;
-
-    if (!mca_btl_devmem_modex_ip(remote, &ip) || ip.family != itf->addr.family) {
-        return -EAFNOSUPPORT;
-    }
-    /* leave through this interface: bound to its address */
-    if ((sd = mca_btl_devmem_bound_socket(itf, 0)) < 0) {
-        return sd;
-    }
-    mca_btl_devmem_tune_socket(sd);
-    /* a link-local peer is reached through the interface we leave by */
-    len = mca_btl_devmem_ip_to_sockaddr(&ip, port_net, itf->ifindex, &ss);
-    if (0 != connect(sd, (struct sockaddr *) &ss, len) && EINPROGRESS != errno) {
-        int err = errno;
-        close(sd);
-        return -err;
-    }
-    return sd;
-}
-
-/* Called with ep->lock held. Returns 0 or -errno. */
-static int start_connect(mca_btl_devmem_endpoint_t *ep)
-{
-    int sd;
-
-    DEVMEM_VERBOSE(20, "connecting to %s via %s", OPAL_NAME_PRINT(ep->peer->name),
-                   ep->module->itf.name);
-    sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.port);
-    if (sd < 0) {
-        return sd;
-    }
-    socket_attach(ep, sd);
-    ep->state = MCA_BTL_DEVMEM_EP_CONNECTING;
-    return send_event_set(ep, true); /* writable = connect finished */
-}
-
-/* Write a whole small buffer to a fresh socket (a hello or its reply). */
-static int send_small(int sd, const void *buf, size_t len)
-{
-    ssize_t n;
-
-    do {
-        n = send(sd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (n < 0 && EINTR == errno);
-    if (n < 0) {
-        return -errno;
-    }
-    return (size_t) n == len ? 0 : -EAGAIN;
-}
-
-static void local_name(uint32_t *jobid, uint32_t *vpid)
-{
-    const opal_proc_t *me = opal_proc_local_get();
-    *jobid = me->proc_name.jobid;
-    *vpid = me->proc_name.vpid;
-}
-
-/* The non-blocking connect finished: check it and send our hello. */
-static void connect_done(mca_btl_devmem_endpoint_t *ep)
-{
-    struct mca_btl_devmem_hello hello;
-    int err = 0, rc;
-    socklen_t len = sizeof(err);
-    uint32_t jobid, vpid;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    if (0 != getsockopt(ep->sd, SOL_SOCKET, SO_ERROR, &err, &len)) {
-        err = errno;
-    }
-    if (0 == err) {
-        local_name(&jobid, &vpid);
-        mca_btl_devmem_hello_init(&hello, MCA_BTL_DEVMEM_HELLO_REQUEST, jobid, vpid,
-                                  ep->peer->secret, ep->remote.module,
-                                  (uint32_t) ep->module->super.btl_max_send_size);
-        rc = send_small(ep->sd, &hello, sizeof(hello));
-        err = rc < 0 ? -rc : 0;
-    }
-    if (0 == err) {
-        ep->state = MCA_BTL_DEVMEM_EP_CONNECT_ACK;
-        ep->reply_got = 0;
-        rc = send_event_set(ep, false);
-        if (0 == rc) {
-            rc = recv_event_on(ep);
-        }
-        err = rc < 0 ? -rc : 0;
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    if (0 != err) {
-        ep_fail(ep, "connect failed", err, false);
-    }
-}
-
-/* The handshake is complete on ep->sd: start moving data. Called with the lock held. */
-static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
-{
-    int rc = rx_buffers_ready(ep);
-    if (rc < 0) {
-        return rc;
-    }
-    ep->limits.frag_limit = peer_frag_limit;
-    ep->limits.put_limit = ep->module->super.btl_put_limit > UINT32_MAX
-                               ? UINT32_MAX
-                               : ep->module->super.btl_put_limit;
-    ep->state = MCA_BTL_DEVMEM_EP_CONNECTED;
-    rc = recv_event_on(ep);
-    if (rc < 0) {
-        return rc;
-    }
-    mca_btl_devmem_component.stats.conn_made++;
-    DEVMEM_VERBOSE(10, "connected to %s on host %s via %s", OPAL_NAME_PRINT(ep->peer->name),
-                   peer_host(ep), ep->module->itf.name);
-    return 0;
-}
-
-/*
- * Either side of the handshake succeeded: become connected, write what was queued while
- * connecting, and open the device flow. Called with the lock held; returns with it dropped.
- * 0, or -errno after the endpoint failed.
- */
-static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
-{
-    opal_list_t done;
-    int rc = become_connected(ep, peer_frag_limit);
-
-    OBJ_CONSTRUCT(&done, opal_list_t);
-    if (0 == rc) {
-        rc = send_progress_locked(ep, &done);
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    complete_list(ep, &done, OPAL_SUCCESS);
-    OBJ_DESTRUCT(&done);
-    if (rc < 0) {
-        ep_fail(ep, "cannot start the connection", -rc, false);
-        return rc;
-    }
-    mca_btl_devmem_devflow_start(ep);
-    return 0;
-}
-
-/* Read the acceptor's reply (connector side). */
-static void read_reply(mca_btl_devmem_endpoint_t *ep)
-{
-    ssize_t n;
-    enum mca_btl_devmem_check chk;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    n = recv(ep->sd, (char *) &ep->reply + ep->reply_got, sizeof(ep->reply) - ep->reply_got, 0);
-    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        return;
-    }
-    if (n <= 0) {
-        int err = 0 == n ? 0 : errno;
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        ep_fail(ep, 0 == n ? "the peer closed the connection during the handshake"
-                           : "handshake failed", err, false);
-        return;
-    }
-    ep->reply_got += n;
-    if (ep->reply_got < sizeof(ep->reply)) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        return;
-    }
-    chk = mca_btl_devmem_hello_check(&ep->reply, false, mca_btl_devmem_component.secret);
-    if (MCA_BTL_DEVMEM_CHECK_OK == chk
-        && (ep->reply.jobid != ep->peer->name.jobid || ep->reply.vpid != ep->peer->name.vpid)) {
-        chk = MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
-    }
-    if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        ep_fail(ep, mca_btl_devmem_check_str(chk), 0, true);
-        return;
-    }
-    if (MCA_BTL_DEVMEM_HELLO_DEFER == ep->reply.status) {
-        /* simultaneous connect: the peer's own connection is on its way to us */
-        DEVMEM_VERBOSE(20, "%s deferred our connection; waiting for its own",
-                       OPAL_NAME_PRINT(ep->peer->name));
-        socket_close(ep);
-        ep->state = MCA_BTL_DEVMEM_EP_WAIT_PEER;
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        return;
-    }
-    (void) start_connected(ep, ep->reply.frag_limit);
-}
-
-int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
-                                   const struct mca_btl_devmem_hello *hello)
-{
-    struct mca_btl_devmem_hello reply;
-    const opal_proc_t *me = opal_proc_local_get();
-    uint16_t status = MCA_BTL_DEVMEM_HELLO_ACCEPT;
-    int rc;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    switch (ep->state) {
-    case MCA_BTL_DEVMEM_EP_CLOSED:
-    case MCA_BTL_DEVMEM_EP_WAIT_PEER:
-        break;
-    case MCA_BTL_DEVMEM_EP_CONNECTING:
-    case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
-        /* both sides connected at once: the lower name's connection wins */
-        if (opal_compare_proc(me->proc_name, ep->peer->name) < 0) {
-            status = MCA_BTL_DEVMEM_HELLO_DEFER;
-        } else {
-            socket_close(ep);
-        }
-        break;
-    default:
-        status = MCA_BTL_DEVMEM_HELLO_DEFER;
-        DEVMEM_VERBOSE(10, "refusing a second connection from %s (endpoint %s)",
-                       OPAL_NAME_PRINT(ep->peer->name),
-                       mca_btl_devmem_endpoint_state_str(ep->state));
-        break;
-    }
-    mca_btl_devmem_hello_init(&reply, status, me->proc_name.jobid, me->proc_name.vpid,
-                              hello->secret == mca_btl_devmem_component.secret
-                                  ? ep->peer->secret : 0,
-                              ep->module->index, (uint32_t) ep->module->super.btl_max_send_size);
-    rc = send_small(sd, &reply, sizeof(reply));
-    if (MCA_BTL_DEVMEM_HELLO_DEFER == status || rc < 0) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        close(sd);
-        return rc < 0 ? rc : status;
-    }
-    socket_attach(ep, sd);
-    rc = start_connected(ep, hello->frag_limit);
-    return rc < 0 ? rc : status;
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -698,61 +453,6 @@ static void deliver(mca_btl_devmem_endpoint_t *ep, uint8_t tag, void *payload, s
     desc.des_segment_count = 1;
     reg->cbfunc(&ep->module->super, tag, &desc, reg->cbdata);
 #endif
-}
-
-static mca_btl_devmem_frag_t *find_get(mca_btl_devmem_endpoint_t *ep, uint64_t id)
-{
-    mca_btl_devmem_frag_t *found = NULL, *frag;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    OPAL_LIST_FOREACH (frag, &ep->pending_gets, mca_btl_devmem_frag_t) {
-        if (frag->hdr.id == id) {
-            found = frag;
-            break;
-        }
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    return found;
-}
-
-static void finish_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
-{
-    char why[DEVMEM_ERR_MSG_MAX + 64];
-    int status = OPAL_SUCCESS;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    if (NULL != get->stage) {
-        /* landed in host memory for a device destination: the GPU takes it from there */
-        if (0 != mca_btl_devmem_mem_copy(get->local_address, get->stage, get->hdr.size,
-                                         get->ordinal, why, sizeof(why))) {
-            opal_output(0, "btl:devmem: completing a get from %s: %s",
-                        OPAL_NAME_PRINT(ep->peer->name), why);
-            status = OPAL_ERROR;
-        } else {
-            mca_btl_devmem_component.stats.dev_staged += get->hdr.size;
-        }
-    }
-    mca_btl_devmem_component.stats.rx_host += get->hdr.size;
-    mca_btl_devmem_component.stats.get_host += get->hdr.size;
-    complete_frag(ep, get, status);
-}
-
-/* The peer asks for `size` bytes at `addr` in our memory: stream them back in place. */
-static int answer_get(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
-{
-    char why[DEVMEM_ERR_MSG_MAX + 64];
-    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_get_resp(h, why, sizeof(why));
-
-    if (NULL == resp) {
-        ep_fail(ep, why, 0, true);
-        return -1;
-    }
-    if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
-        mca_btl_devmem_frag_return(resp); /* the endpoint failed and said so */
-    }
-    return 0;
 }
 
 /*
@@ -786,9 +486,7 @@ static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_h
         }
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        ep->rget = find_get(ep, h->id);
-        if (NULL == ep->rget || ep->rget->hdr.size != h->size) {
-            ep->rget = NULL;
+        if (!mca_btl_devmem_rdma_resp_admit(ep, h)) {
             proto_error(ep, "get response matches no request", h);
             return -1;
         }
@@ -803,15 +501,13 @@ static char *rx_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_
     if (MCA_BTL_DEVMEM_HDR_PUT == h->type) {
         return (char *) (uintptr_t) h->addr;
     }
-    return NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address;
+    return mca_btl_devmem_rdma_resp_dest(ep);
 }
 
 /* Every payload byte of an admitted frame is in place (a SEND's at `body`). */
 static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h,
                         char *body)
 {
-    mca_btl_devmem_frag_t *get;
-
     switch (h->type) {
     case MCA_BTL_DEVMEM_HDR_SEND:
         deliver(ep, h->tag, body, h->size);
@@ -823,118 +519,69 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         if (h->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) {
             (void) mca_btl_devmem_devflow_answer(ep, h);
         } else {
-            (void) answer_get(ep, h);
+            (void) mca_btl_devmem_rdma_answer(ep, h);
         }
         break;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:
         (void) mca_btl_devmem_devflow_claim(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        get = ep->rget;
-        ep->rget = NULL;
-        finish_get(ep, get);
+        mca_btl_devmem_rdma_resp_done(ep);
         break;
     case MCA_BTL_DEVMEM_HDR_FIN:
         OPAL_THREAD_LOCK(&ep->lock);
-        ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
+        mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_SHUTDOWN, "the peer said FIN");
         OPAL_THREAD_UNLOCK(&ep->lock);
-        DEVMEM_VERBOSE(20, "%s closed its connection in order", OPAL_NAME_PRINT(ep->peer->name));
         break;
     }
 }
 
-/* Room for a SEND payload larger than the read-ahead. NULL: ep failed. */
-static char *rx_big_buffer(mca_btl_devmem_endpoint_t *ep, uint32_t size)
+static int rx_admit_cb(void *ctx, const struct mca_btl_devmem_hdr *h)
 {
-    if (ep->rbig_cap < size) {
-        char *p = realloc(ep->rbig, size);
-        if (NULL == p) {
-            ep_fail(ep, "out of memory for a large fragment", ENOMEM, false);
-            return NULL;
-        }
-        ep->rbig = p;
-        ep->rbig_cap = size;
-    }
-    return ep->rbig;
+    return rx_admit(ctx, h);
 }
 
-/* Parse every complete frame in the read-ahead. Returns 0, or -1 when ep failed. */
-static int rx_parse(mca_btl_devmem_endpoint_t *ep)
+static char *rx_dest_cb(void *ctx, const struct mca_btl_devmem_hdr *h)
 {
-    const size_t hs = sizeof(struct mca_btl_devmem_hdr);
-
-    while (ep->rtail - ep->rhead >= hs) {
-        struct mca_btl_devmem_hdr h;
-        enum mca_btl_devmem_check chk;
-        size_t have;
-        uint32_t p;
-        char *body, *dst;
-
-        memcpy(&h, ep->rbuf + ep->rhead, hs);
-        chk = mca_btl_devmem_hdr_check(&h, &ep->limits);
-        if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-            proto_error(ep, mca_btl_devmem_check_str(chk), &h);
-            return -1;
-        }
-        p = mca_btl_devmem_hdr_payload(&h);
-        body = ep->rbuf + ep->rhead + hs;
-        have = ep->rtail - ep->rhead - hs;
-        if (have < p && MCA_BTL_DEVMEM_HDR_SEND == h.type && hs + p <= ep->rcap) {
-            break; /* fits the buffer: wait for the rest there, admit it then */
-        }
-        if (rx_admit(ep, &h) < 0) {
-            return -1;
-        }
-        if (have >= p) {
-            /* whole frame in hand: a SEND is delivered from the buffer itself */
-            ep->rhead += hs + p;
-            if (p > 0 && MCA_BTL_DEVMEM_HDR_SEND != h.type) {
-                memcpy(rx_dest(ep, &h), body, p);
-            }
-            rx_complete(ep, &h, body);
-            if (MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
-                return -1;
-            }
-            continue;
-        }
-        /* the rest goes straight to its destination */
-        dst = MCA_BTL_DEVMEM_HDR_SEND == h.type ? rx_big_buffer(ep, h.size) : rx_dest(ep, &h);
-        if (NULL == dst) {
-            return -1;
-        }
-        memcpy(dst, body, have);
-        ep->rhdr = h;
-        ep->rdst = dst + have;
-        ep->rleft = p - have;
-        ep->rhead = ep->rtail = 0;
-        ep->rx_state = MCA_BTL_DEVMEM_RX_BODY;
-        return 0;
-    }
-    if (ep->rhead == ep->rtail) {
-        ep->rhead = ep->rtail = 0;
-    } else if (ep->rhead > 0) {
-        memmove(ep->rbuf, ep->rbuf + ep->rhead, ep->rtail - ep->rhead);
-        ep->rtail -= ep->rhead;
-        ep->rhead = 0;
-    }
-    return 0;
+    return rx_dest(ctx, h);
 }
+
+static int rx_complete_cb(void *ctx, const struct mca_btl_devmem_hdr *h, char *body)
+{
+    mca_btl_devmem_endpoint_t *ep = ctx;
+
+    rx_complete(ep, h, body);
+    return MCA_BTL_DEVMEM_EP_FAILED == ep->state ? -1 : 0;
+}
+
+static void rx_malformed_cb(void *ctx, const struct mca_btl_devmem_hdr *h,
+                            enum mca_btl_devmem_check chk)
+{
+    proto_error(ctx, mca_btl_devmem_check_str(chk), h);
+}
+
+static const struct mca_btl_devmem_rxframe_ops rx_ops = {
+    .admit = rx_admit_cb,
+    .dest = rx_dest_cb,
+    .complete = rx_complete_cb,
+    .malformed = rx_malformed_cb,
+};
 
 static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
 {
     if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state && 0 == err) {
         OPAL_THREAD_LOCK(&ep->lock);
-        socket_close(ep);
+        mca_btl_devmem_endpoint_detach(ep);
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
-    if (0 == err && (ep->rtail > ep->rhead || MCA_BTL_DEVMEM_RX_HDR != ep->rx_state)) {
+    if (0 == err && (mca_btl_devmem_rxframe_partial(&ep->rx) > 0 || ep->rx.in_body)) {
         /* the stream ended inside a frame: say so, the bytes we had are not a message */
         char why[128];
 
-        if (MCA_BTL_DEVMEM_RX_HDR == ep->rx_state) {
+        if (!ep->rx.in_body) {
             snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
-                     "frame (%zu bytes of it received)", ep->rtail - ep->rhead);
+                     "frame (%zu bytes of it received)", mca_btl_devmem_rxframe_partial(&ep->rx));
         } else {
             snprintf(why, sizeof(why), "the peer closed the connection in the middle of a "
                      "frame's payload");
@@ -952,46 +599,27 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
      * emptied the socket: stop there rather than pay a syscall for EAGAIN; the event is
      * level-triggered and calls again when more arrives. */
     for (int round = 0; round < 64; round++) {
+        struct iovec iov[2];
+        int cnt, rc;
         size_t want;
         ssize_t n;
 
         if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state && MCA_BTL_DEVMEM_EP_SHUTDOWN != ep->state) {
             return;
         }
-        if (MCA_BTL_DEVMEM_RX_BODY == ep->rx_state) {
-            struct iovec iov[2] = {{ep->rdst, ep->rleft}, {ep->rbuf, ep->rcap}};
-            want = ep->rleft + ep->rcap;
-            n = readv(ep->sd, iov, 2);
-            mca_btl_devmem_component.stats.recv_calls++;
-            if (n > 0) {
-                if ((size_t) n < ep->rleft) {
-                    ep->rdst += n;
-                    ep->rleft -= n;
-                } else {
-                    ep->rtail = (size_t) n - ep->rleft;
-                    ep->rleft = 0;
-                    ep->rx_state = MCA_BTL_DEVMEM_RX_HDR;
-                    rx_complete(ep, &ep->rhdr, ep->rbig);
-                    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || rx_parse(ep) < 0) {
-                        return;
-                    }
-                }
-                if ((size_t) n < want) {
-                    return;
-                }
-                continue;
+        cnt = mca_btl_devmem_rxframe_iov(&ep->rx, iov);
+        want = iov[0].iov_len + (2 == cnt ? iov[1].iov_len : 0);
+        n = 1 == cnt ? recv(ep->sd, iov[0].iov_base, want, 0) : readv(ep->sd, iov, cnt);
+        mca_btl_devmem_component.stats.recv_calls++;
+        if (n > 0) {
+            rc = mca_btl_devmem_rxframe_got(&ep->rx, (size_t) n);
+            if (-ENOMEM == rc) {
+                ep_fail(ep, "out of memory for a large fragment", ENOMEM, false);
             }
-        } else {
-            want = ep->rcap - ep->rtail;
-            n = recv(ep->sd, ep->rbuf + ep->rtail, want, 0);
-            mca_btl_devmem_component.stats.recv_calls++;
-            if (n > 0) {
-                ep->rtail += n;
-                if (rx_parse(ep) < 0 || (size_t) n < want) {
-                    return;
-                }
-                continue;
+            if (rc < 0 || (size_t) n < want) {
+                return;
             }
+            continue;
         }
         if (0 == n) {
             rx_eof(ep, 0);
@@ -1016,7 +644,7 @@ static void recv_cb(mca_btl_devmem_endpoint_t *ep)
     ep->in_recv = true;
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
-        read_reply(ep);
+        mca_btl_devmem_conn_read_reply(ep);
         if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state) {
             rx_progress(ep); /* data may already follow the reply */
         }
@@ -1034,7 +662,7 @@ static void recv_cb(mca_btl_devmem_endpoint_t *ep)
 static void send_cb(mca_btl_devmem_endpoint_t *ep)
 {
     if (MCA_BTL_DEVMEM_EP_CONNECTING == ep->state) {
-        connect_done(ep);
+        mca_btl_devmem_conn_connect_done(ep);
         return;
     }
     send_progress(ep);
@@ -1046,6 +674,20 @@ static void ep_cb(int sd, short flags, void *arg)
 
     mca_btl_devmem_progress_activity();
     OBJ_RETAIN(ep);
+    if (__atomic_load_n(&ep->fail_pending, __ATOMIC_ACQUIRE)) { /* found broken (ep_fail) */
+        char why[sizeof(ep->fail_why)];
+        bool ours;
+        int err;
+
+        OPAL_THREAD_LOCK(&ep->lock);
+        memcpy(why, ep->fail_why, sizeof(why));
+        ours = ep->fail_ours;
+        err = ep->fail_err;
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        ep_fail_locked(ep, why, err, ours);
+        OBJ_RELEASE(ep);
+        return;
+    }
     if (flags & OPAL_EV_WRITE) {
         send_cb(ep);
     }
@@ -1074,8 +716,8 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
         (void) mca_btl_devmem_frag_queue_drain(ep->sd, &ep->send_queue, &leftover);
         (void) shutdown(ep->sd, SHUT_WR);
     }
-    ep->state = MCA_BTL_DEVMEM_EP_SHUTDOWN;
-    socket_close(ep);
+    mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_SHUTDOWN, "closing down");
+    mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&leftover, opal_list_get_end(&leftover), &ep->send_queue);
     OPAL_THREAD_UNLOCK(&ep->lock);
     mca_btl_devmem_devflow_close(ep, true);

@@ -1,6 +1,7 @@
 /*
- * One connection to one peer through one module: connect, handshake, the send queue and
- * the receive state machine.
+ * One connection to one peer through one module: its state, the send queue, the receive
+ * side's framing state, pending gets. Connection states and their changes are
+ * btl_devmem_conn.c's.
  */
 #ifndef MCA_BTL_DEVMEM_ENDPOINT_H
 #define MCA_BTL_DEVMEM_ENDPOINT_H
@@ -8,6 +9,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_rxframe.h"
 #include "btl_devmem_watch.h"
 
 BEGIN_C_DECLS
@@ -22,11 +24,6 @@ enum mca_btl_devmem_ep_state {
     MCA_BTL_DEVMEM_EP_FAILED,      /* lost without an orderly close: sends fail */
 };
 
-enum mca_btl_devmem_rx_state {
-    MCA_BTL_DEVMEM_RX_HDR,  /* parsing headers (and small payloads) from the read-ahead */
-    MCA_BTL_DEVMEM_RX_BODY, /* reading a large payload straight to its destination */
-};
-
 struct mca_btl_base_endpoint_t {
     opal_list_item_t super;
     mca_btl_devmem_module_t *module;
@@ -34,7 +31,9 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_devmem_modex_addr remote; /* where we connect to */
     enum mca_btl_devmem_ep_state state;
     int sd;
-    opal_mutex_t lock;             /* state and send queue */
+    opal_mutex_t lock;             /* state, send queue, pending gets (btl_devmem.h: Threads) */
+    opal_event_t timer;            /* the timeout of a waiting state (btl_devmem_conn.c) */
+    bool timer_armed;
     bool conn_counted;             /* counted among the live connections (progress.c) */
     mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
 
@@ -42,17 +41,16 @@ struct mca_btl_base_endpoint_t {
     opal_list_t send_queue;        /* mca_btl_devmem_frag_t, in wire order */
 
     /* receive side */
-    enum mca_btl_devmem_rx_state rx_state;
-    char *rbuf;                    /* read-ahead buffer */
-    size_t rcap, rhead, rtail;     /* capacity, first unparsed byte, end of data */
-    struct mca_btl_devmem_hdr rhdr; /* header of the payload being read in RX_BODY */
-    char *rdst;                    /* where the rest of that payload goes */
-    size_t rleft;
-    char *rbig;                    /* SEND payloads larger than the read-ahead */
-    size_t rbig_cap;
+    struct mca_btl_devmem_rxframe rx; /* framing and read-ahead (btl_devmem_rxframe.h) */
     mca_btl_devmem_frag_t *rget;   /* the get a GET_RESP body completes */
-    struct mca_btl_devmem_limits limits;
-    bool in_recv;
+    bool in_recv;                  /* a PML callback re-entered progress from our receive */
+
+    /* a failure found by a thread that could not take the dispatch lock: the dispatcher
+     * completes it on its next turn (btl_devmem_endpoint.c, ep_fail) */
+    bool fail_pending;
+    bool fail_ours;
+    int fail_err;
+    char fail_why[256];
 
     /* gets waiting for their GET_RESP */
     opal_list_t pending_gets;
@@ -71,22 +69,22 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
 
 /*
  * Queue a fragment for the peer (connecting first if needed) and write what the socket
- * takes now. Returns 1 when it was written completely inline (the PML frees or reuses
- * it at once), OPAL_SUCCESS when it is queued (its completion comes later), or an error.
+ * takes now. Returns 1 when a PML descriptor (kind SEND) was written completely inline and
+ * completed without a callback unless its flags asked for one (the PML may reuse it at
+ * once); OPAL_SUCCESS when it is queued (completion, with a callback, comes later), when
+ * an internal fragment was written inline (already completed), or when connecting failed
+ * (the fragment was completed with OPAL_ERR_UNREACH); OPAL_ERR_UNREACH when the endpoint
+ * is failed or shut down, or the inline write failed: the fragment is still the caller's.
  */
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
-
-/*
- * An incoming connection passed the handshake checks and names this endpoint's peer.
- * Applies the simultaneous-connect rule; returns the status to reply with
- * (HELLO_ACCEPT: the endpoint took the socket; HELLO_DEFER: the caller closes it).
- */
-int mca_btl_devmem_endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
-                                   const struct mca_btl_devmem_hello *hello);
 
 /* The peer is gone or misbehaved: fail everything queued for it (device flows too) and
  * tell the PML. why: what happened; err: an errno or 0. */
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err);
+
+/* This rank gives up on the connection for a reason of its own (out of memory, a failed
+ * copy): said at once, as a fault found here, then as endpoint_fail. */
+void mca_btl_devmem_endpoint_abort(mca_btl_devmem_endpoint_t *ep, const char *why);
 
 /* The peer broke the protocol outside a fragment header (device flows): count, then fail. */
 void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const char *what);
@@ -98,16 +96,20 @@ void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
 /* Orderly shutdown: send FIN, flush what we can, close. */
 void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
 
-/* TCP_NODELAY and socket buffer sizes from the MCA parameters, for every connection. */
-void mca_btl_devmem_tune_socket(int sd);
+/* For btl_devmem_conn.c: take sd as the connection (counted among the live ones), and
+ * drop it again (events off, socket closed, receive state reset; the state is the
+ * caller's to set). Called with ep->lock held. */
+void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd);
+void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep);
 
-/* A tuned, non-blocking socket bound to itf's address and connecting to the peer's record
- * `remote` at port_net (network order): control connections and device flows. Returns it,
- * or -errno (-EAFNOSUPPORT when the record is not of itf's family). */
-int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
-                                  const struct mca_btl_devmem_modex_addr *remote,
-                                  uint16_t port_net);
+/* For btl_devmem_conn.c: write what the queue holds (called with ep->lock held, returns with
+ * it dropped), completing what was written. 0, or -errno: the caller fails ep. */
+int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep);
 
+/* The peer's host name, for messages. */
+const char *mca_btl_devmem_endpoint_peer_host(const mca_btl_devmem_endpoint_t *ep);
+
+/* The name of state s (btl_devmem_conn.c's table). */
 const char *mca_btl_devmem_endpoint_state_str(enum mca_btl_devmem_ep_state s);
 
 END_C_DECLS

@@ -158,43 +158,6 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
     frag->hdr.size = total;
 }
 
-mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h,
-                                                    char *why, size_t whylen)
-{
-    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_alloc_user();
-    int ordinal = -1;
-
-    if (NULL == resp) {
-        snprintf(why, whylen, "out of fragments answering a get");
-        return NULL;
-    }
-    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
-    resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
-    resp->hdr.id = h->id;
-    resp->segments[0].seg_addr.lval = h->addr;
-    resp->segments[0].seg_len = h->size;
-    resp->base.des_segment_count = 1;
-    if (mca_btl_devmem_mem_is_device((const void *) (uintptr_t) h->addr, &ordinal)) {
-        /* the socket cannot read device memory: the GPU copies it out first */
-        resp->stage = malloc(h->size);
-        if (NULL == resp->stage) {
-            snprintf(why, whylen, "out of memory staging a %u-byte get from device memory",
-                     h->size);
-            mca_btl_devmem_frag_return(resp);
-            return NULL;
-        }
-        if (0 != mca_btl_devmem_mem_copy(resp->stage, (const void *) (uintptr_t) h->addr,
-                                         h->size, ordinal, why, whylen)) {
-            mca_btl_devmem_frag_return(resp);
-            return NULL;
-        }
-        mca_btl_devmem_component.stats.dev_staged += h->size;
-        resp->segments[0].seg_addr.pval = resp->stage;
-    }
-    mca_btl_devmem_frag_prepare_write(resp);
-    return resp;
-}
-
 /* iovecs per sendmsg: enough to batch many small frames, far below UIO_MAXIOV */
 #define QUEUE_WRITE_IOV_MAX 64
 

@@ -16,7 +16,9 @@ BEGIN_C_DECLS
 enum mca_btl_devmem_frag_kind {
     MCA_BTL_DEVMEM_FRAG_SEND,     /* PML descriptor: callback and ownership flags apply */
     MCA_BTL_DEVMEM_FRAG_PUT,      /* RDMA put: the completion callback runs when written */
-    MCA_BTL_DEVMEM_FRAG_CTRL,     /* internal (GET_REQ, GET_RESP, FIN): freed when written */
+    MCA_BTL_DEVMEM_FRAG_CTRL,     /* internal (GET_REQ, GET_RESP, FIN, DEVFLOW): returned once
+                                   * written; a GET_RESP sent with devmem TX once the kernel
+                                   * has completed it too (btl_devmem_devflow_tx.c) */
     MCA_BTL_DEVMEM_FRAG_GET,      /* a get waiting for its GET_RESP; never on a send queue */
 };
 
@@ -60,12 +62,6 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc(size_t payload);
 mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
 
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
-
-/* The answer to GET_REQ h: a GET_RESP whose payload is h->size bytes at h->addr in our
- * memory, in place (device memory: copied to host memory first), ready to queue. NULL with
- * why filled when out of memory or the copy failed. */
-mca_btl_devmem_frag_t *mca_btl_devmem_frag_get_resp(const struct mca_btl_devmem_hdr *h,
-                                                    char *why, size_t whylen);
 
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);

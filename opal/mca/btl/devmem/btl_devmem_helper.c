@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "btl_devmem_helper.h"
+#include "btl_devmem_sock.h"
 
 /* Seconds a helper may take to answer one request: it does a few netlink calls. */
 #define HELPER_TIMEOUT_MS 10000

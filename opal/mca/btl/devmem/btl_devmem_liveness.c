@@ -13,23 +13,11 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_liveness.h"
+#include "btl_devmem_sock.h"
 #include "btl_devmem_watch.h"
 
 static opal_event_t tick;
 static bool ticking;
-
-/* Seconds since sd's peer last acknowledged data that is still in flight; 0 when nothing is
- * in flight (or the kernel does not say). */
-static unsigned int unacked_for(int sd)
-{
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-
-    if (sd < 0 || 0 != getsockopt(sd, IPPROTO_TCP, TCP_INFO, &ti, &len) || 0 == ti.tcpi_unacked) {
-        return 0;
-    }
-    return ti.tcpi_last_ack_recv / 1000u;
-}
 
 /* Whether ep's peer has left data unacknowledged too long; fills why. */
 static bool overdue(mca_btl_devmem_endpoint_t *ep, unsigned int limit, char *why, size_t len)
@@ -40,9 +28,9 @@ static bool overdue(mca_btl_devmem_endpoint_t *ep, unsigned int limit, char *why
     if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
         return false;
     }
-    quiet = unacked_for(ep->sd);
+    quiet = mca_btl_devmem_sock_unacked_for(ep->sd);
     if (quiet < limit) {
-        quiet = unacked_for(mca_btl_devmem_devflow_tx_socket(ep));
+        quiet = mca_btl_devmem_sock_unacked_for(mca_btl_devmem_devflow_tx_socket(ep));
         where = "device flow";
     }
     if (quiet < limit) {

@@ -1,6 +1,6 @@
 /*
  * The BTL function table: what the PML calls. Data-path functions hand fragments to the
- * endpoint; nothing here touches a socket.
+ * endpoint; nothing here touches a socket. Put and get are btl_devmem_rdma.c's.
  */
 #include "opal_config.h"
 
@@ -15,6 +15,7 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 
 int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
@@ -26,8 +27,7 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 
     for (size_t i = 0; i < nprocs; i++) {
         mca_btl_devmem_proc_t *peer;
-        const struct mca_btl_devmem_modex_addr *addr;
-        mca_btl_devmem_endpoint_t *ep;
+        int rc;
 
         peers[i] = NULL;
         if (procs[i] == me) {
@@ -36,29 +36,11 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         if (NULL == (peer = mca_btl_devmem_proc_create(procs[i]))) {
             continue;
         }
-        OPAL_THREAD_LOCK(&peer->lock);
-        ep = peer->endpoints[m->index];
-        if (NULL == ep) {
-            if (NULL == (addr = mca_btl_devmem_proc_pick_addr(peer, m))) {
-                OPAL_THREAD_UNLOCK(&peer->lock);
-                continue;
-            }
-            ep = OBJ_NEW(mca_btl_devmem_endpoint_t);
-            if (NULL == ep) {
-                OPAL_THREAD_UNLOCK(&peer->lock);
-                return OPAL_ERR_OUT_OF_RESOURCE;
-            }
-            ep->module = m;
-            ep->peer = peer;
-            ep->remote = *addr;
-            peer->endpoints[m->index] = ep;
-            OPAL_THREAD_LOCK(&m->lock);
-            opal_list_append(&m->endpoints, &ep->super);
-            OPAL_THREAD_UNLOCK(&m->lock);
+        rc = mca_btl_devmem_proc_endpoint(peer, m, &peers[i]);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
         }
-        OPAL_THREAD_UNLOCK(&peer->lock);
-        peers[i] = ep;
-        if (NULL != reachable) {
+        if (NULL != peers[i] && NULL != reachable) {
             opal_bitmap_set_bit(reachable, (int) i);
         }
     }
@@ -302,119 +284,6 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     return OPAL_SUCCESS;
 }
 
-static int btl_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                   void *local_address, uint64_t remote_address,
-                   mca_btl_base_registration_handle_t *local_handle,
-                   mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
-                   int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                   void *cbdata)
-{
-    mca_btl_devmem_frag_t *frag;
-
-    if (size > btl->btl_put_limit || size > UINT32_MAX) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    if (NULL == (frag = mca_btl_devmem_frag_alloc_user())) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    frag->kind = MCA_BTL_DEVMEM_FRAG_PUT;
-    frag->segments[0].seg_addr.pval = local_address;
-    frag->segments[0].seg_len = size;
-    frag->base.des_segment_count = 1;
-    frag->local_address = local_address;
-    frag->local_handle = local_handle;
-    frag->rdma_cb = cbfunc;
-    frag->cbcontext = cbcontext;
-    frag->cbdata = cbdata;
-    mca_btl_devmem_frag_prepare_write(frag);
-    frag->hdr.type = MCA_BTL_DEVMEM_HDR_PUT;
-    frag->hdr.addr = remote_address;
-    if (mca_btl_devmem_endpoint_send(ep, frag) < 0) {
-        mca_btl_devmem_frag_return(frag);
-        return OPAL_ERR_UNREACH;
-    }
-    return OPAL_SUCCESS;
-}
-
-/*
- * A real get: ask the peer for the bytes; they come back as a GET_RESP fragment that the
- * receive path writes straight into local_address before the callback runs.
- */
-static int btl_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                   void *local_address, uint64_t remote_address,
-                   mca_btl_base_registration_handle_t *local_handle,
-                   mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
-                   int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                   void *cbdata)
-{
-    mca_btl_devmem_frag_t *get, *req;
-    int rc;
-
-    if (size > btl->btl_get_limit || size > UINT32_MAX) {
-        return OPAL_ERR_BAD_PARAM;
-    }
-    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
-        return OPAL_ERR_UNREACH;
-    }
-    get = mca_btl_devmem_frag_alloc_user();
-    req = mca_btl_devmem_frag_alloc(0);
-    if (NULL == get || NULL == req) {
-        if (NULL != get) {
-            mca_btl_devmem_frag_return(get);
-        }
-        if (NULL != req) {
-            mca_btl_devmem_frag_return(req);
-        }
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    get->kind = MCA_BTL_DEVMEM_FRAG_GET;
-    get->local_address = local_address;
-    get->local_handle = local_handle;
-    get->rdma_cb = cbfunc;
-    get->cbcontext = cbcontext;
-    get->cbdata = cbdata;
-    get->endpoint = ep;
-    get->hdr.size = (uint32_t) size;
-    if (NULL != local_handle) {
-        get->dst_dev = MCA_BTL_DEVMEM_MEM_DEVICE == local_handle->kind;
-        get->ordinal = local_handle->ordinal;
-    } else {
-        get->dst_dev = mca_btl_devmem_mem_is_device(local_address, &get->ordinal);
-    }
-
-    req->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
-    mca_btl_devmem_frag_prepare_write(req);
-    req->hdr.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
-    req->hdr.addr = remote_address;
-    req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
-
-    /* registered before the request leaves, so the answer always finds it */
-    OPAL_THREAD_LOCK(&ep->lock);
-    get->hdr.id = req->hdr.id = ep->next_get_id++;
-    if (mca_btl_devmem_devflow_get(ep, get)) {
-        req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
-    } else if (get->dst_dev && NULL == (get->stage = malloc(size))) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
-        mca_btl_devmem_frag_return(get);
-        mca_btl_devmem_frag_return(req);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    } else {
-        /* the control connection lands it in host memory: staged when it is for the GPU */
-        opal_list_append(&ep->pending_gets, &get->base.super.super);
-        if (NULL != ep->module->dev) {
-            mca_btl_devmem_component.stats.fallbacks++;
-        }
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-
-    rc = mca_btl_devmem_endpoint_send(ep, req);
-    if (rc < 0) {
-        /* the connection failed under us: the get already completed with the error */
-        mca_btl_devmem_frag_return(req);
-    }
-    return OPAL_SUCCESS;
-}
-
 static void btl_dump(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                      int verbose)
 {
@@ -481,8 +350,8 @@ mca_btl_devmem_module_t mca_btl_devmem_module_template = {
         .btl_prepare_src = btl_prepare_src,
         .btl_send = btl_send,
         .btl_sendi = btl_sendi,
-        .btl_put = btl_put,
-        .btl_get = btl_get,
+        .btl_put = mca_btl_devmem_put,
+        .btl_get = mca_btl_devmem_get,
         .btl_register_mem = mca_btl_devmem_register_mem,
         .btl_deregister_mem = mca_btl_devmem_deregister_mem,
         .btl_dump = btl_dump,

@@ -131,17 +131,49 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup_or_add(const opal_process_name
         return peer;
     }
     proc = opal_proc_for_name(*name);
-    if (NULL == proc) {
-        return NULL;
+    if (NULL == proc || proc == opal_proc_local_get()) {
+        return NULL; /* not in the job, or ourselves: btl/self's */
     }
     DEVMEM_VERBOSE(20, "adding %s, which connected before the PML asked for it",
                    OPAL_NAME_PRINT(*name));
-    for (int i = 0; i < mca_btl_devmem_component.num_modules; i++) {
-        struct mca_btl_base_endpoint_t *ep = NULL;
-        (void) mca_btl_devmem_add_procs(&mca_btl_devmem_component.modules[i]->super, 1, &proc,
-                                        &ep, NULL);
+    peer = mca_btl_devmem_proc_create(proc);
+    for (int i = 0; NULL != peer && i < mca_btl_devmem_component.num_modules; i++) {
+        struct mca_btl_base_endpoint_t *ep;
+        (void) mca_btl_devmem_proc_endpoint(peer, mca_btl_devmem_component.modules[i], &ep);
     }
-    return mca_btl_devmem_proc_lookup(name);
+    return peer;
+}
+
+int mca_btl_devmem_proc_endpoint(mca_btl_devmem_proc_t *peer, mca_btl_devmem_module_t *m,
+                                 struct mca_btl_base_endpoint_t **out)
+{
+    const struct mca_btl_devmem_modex_addr *addr;
+    mca_btl_devmem_endpoint_t *ep;
+
+    *out = NULL;
+    OPAL_THREAD_LOCK(&peer->lock);
+    ep = peer->endpoints[m->index];
+    if (NULL == ep) {
+        if (NULL == (addr = mca_btl_devmem_proc_pick_addr(peer, m))) {
+            OPAL_THREAD_UNLOCK(&peer->lock);
+            return OPAL_SUCCESS;
+        }
+        ep = OBJ_NEW(mca_btl_devmem_endpoint_t);
+        if (NULL == ep) {
+            OPAL_THREAD_UNLOCK(&peer->lock);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        ep->module = m;
+        ep->peer = peer;
+        ep->remote = *addr;
+        peer->endpoints[m->index] = ep;
+        OPAL_THREAD_LOCK(&m->lock);
+        opal_list_append(&m->endpoints, &ep->super);
+        OPAL_THREAD_UNLOCK(&m->lock);
+    }
+    OPAL_THREAD_UNLOCK(&peer->lock);
+    *out = ep;
+    return OPAL_SUCCESS;
 }
 
 static bool on_same_host(const mca_btl_devmem_proc_t *peer)

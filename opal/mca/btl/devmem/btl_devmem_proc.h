@@ -32,6 +32,12 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup(const opal_process_name_t *nam
  * asked for it: Open MPI adds procs lazily. NULL if the name is not in the job. */
 mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup_or_add(const opal_process_name_t *name);
 
+/* The peer's endpoint on module m, made (and listed on m) the first time: what add_procs
+ * and a peer that connects before being added both need. *out is NULL when m cannot reach
+ * the peer. OPAL_SUCCESS, or OPAL_ERR_OUT_OF_RESOURCE. */
+int mca_btl_devmem_proc_endpoint(mca_btl_devmem_proc_t *peer, mca_btl_devmem_module_t *m,
+                                 struct mca_btl_base_endpoint_t **out);
+
 /* Which of the peer's addresses module `m` should connect to; NULL if it cannot reach it. */
 const struct mca_btl_devmem_modex_addr *
 mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer,

@@ -1,0 +1,251 @@
+/*
+ * Get and put; see btl_devmem_rdma.h. A put is a PUT frame whose payload the receiver
+ * writes at the address in its header. A get registers itself on the endpoint's
+ * pending_gets, then sends a GET_REQ; the peer streams the bytes back in place as a
+ * GET_RESP (or on the device flow), which the receive path lands at the get's destination.
+ */
+#include "opal_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "btl_devmem_rdma.h"
+#include "btl_devmem_devflow.h"
+#include "btl_devmem_reg.h"
+
+/* What put and get fragments both carry: the local side and whom to tell. */
+static void rdma_frag_init(mca_btl_devmem_frag_t *frag, enum mca_btl_devmem_frag_kind kind,
+                           void *local_address,
+                           mca_btl_base_registration_handle_t *local_handle,
+                           mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                           void *cbdata)
+{
+    frag->kind = kind;
+    frag->local_address = local_address;
+    frag->local_handle = local_handle;
+    frag->rdma_cb = cbfunc;
+    frag->cbcontext = cbcontext;
+    frag->cbdata = cbdata;
+}
+
+/* ---------------------------------------------------------------- put */
+
+int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata)
+{
+    mca_btl_devmem_frag_t *frag;
+
+    if (size > btl->btl_put_limit || size > UINT32_MAX) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (NULL == (frag = mca_btl_devmem_frag_alloc_user())) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    rdma_frag_init(frag, MCA_BTL_DEVMEM_FRAG_PUT, local_address, local_handle, cbfunc,
+                   cbcontext, cbdata);
+    frag->segments[0].seg_addr.pval = local_address;
+    frag->segments[0].seg_len = size;
+    frag->base.des_segment_count = 1;
+    mca_btl_devmem_frag_prepare_write(frag);
+    frag->hdr.type = MCA_BTL_DEVMEM_HDR_PUT;
+    frag->hdr.addr = remote_address;
+    if (mca_btl_devmem_endpoint_send(ep, frag) < 0) {
+        mca_btl_devmem_frag_return(frag);
+        return OPAL_ERR_UNREACH;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- get: asking */
+
+/*
+ * A real get: ask the peer for the bytes; they come back as a GET_RESP fragment that the
+ * receive path writes straight into local_address before the callback runs.
+ */
+int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata)
+{
+    mca_btl_devmem_frag_t *get, *req;
+    int rc;
+
+    if (size > btl->btl_get_limit || size > UINT32_MAX) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
+        return OPAL_ERR_UNREACH;
+    }
+    get = mca_btl_devmem_frag_alloc_user();
+    req = mca_btl_devmem_frag_alloc(0);
+    if (NULL == get || NULL == req) {
+        if (NULL != get) {
+            mca_btl_devmem_frag_return(get);
+        }
+        if (NULL != req) {
+            mca_btl_devmem_frag_return(req);
+        }
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    rdma_frag_init(get, MCA_BTL_DEVMEM_FRAG_GET, local_address, local_handle, cbfunc,
+                   cbcontext, cbdata);
+    get->endpoint = ep;
+    get->hdr.size = (uint32_t) size;
+    if (NULL != local_handle) {
+        get->dst_dev = MCA_BTL_DEVMEM_MEM_DEVICE == local_handle->kind;
+        get->ordinal = local_handle->ordinal;
+    } else {
+        get->dst_dev = mca_btl_devmem_mem_is_device(local_address, &get->ordinal);
+    }
+
+    req->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    mca_btl_devmem_frag_prepare_write(req);
+    req->hdr.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
+    req->hdr.addr = remote_address;
+    req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
+
+    /* registered before the request leaves, so the answer always finds it */
+    OPAL_THREAD_LOCK(&ep->lock);
+    get->hdr.id = req->hdr.id = ep->next_get_id++;
+    if (mca_btl_devmem_devflow_get(ep, get)) {
+        req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+    } else if (get->dst_dev && NULL == (get->stage = malloc(size))) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        mca_btl_devmem_frag_return(get);
+        mca_btl_devmem_frag_return(req);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    } else {
+        /* the control connection lands it in host memory: staged when it is for the GPU */
+        opal_list_append(&ep->pending_gets, &get->base.super.super);
+        if (NULL != ep->module->dev) {
+            mca_btl_devmem_component.stats.fallbacks++;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+
+    rc = mca_btl_devmem_endpoint_send(ep, req);
+    if (rc < 0) {
+        /* the connection failed under us: the get already completed with the error */
+        mca_btl_devmem_frag_return(req);
+    }
+    return OPAL_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- get: answering */
+
+mca_btl_devmem_frag_t *mca_btl_devmem_rdma_get_resp(const struct mca_btl_devmem_hdr *h,
+                                                    char *why, size_t whylen)
+{
+    mca_btl_devmem_frag_t *resp = mca_btl_devmem_frag_alloc_user();
+    int ordinal = -1;
+
+    if (NULL == resp) {
+        snprintf(why, whylen, "out of fragments answering a get");
+        return NULL;
+    }
+    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
+    resp->hdr.id = h->id;
+    resp->segments[0].seg_addr.lval = h->addr;
+    resp->segments[0].seg_len = h->size;
+    resp->base.des_segment_count = 1;
+    if (mca_btl_devmem_mem_is_device((const void *) (uintptr_t) h->addr, &ordinal)) {
+        /* the socket cannot read device memory: the GPU copies it out first */
+        resp->stage = malloc(h->size);
+        if (NULL == resp->stage) {
+            snprintf(why, whylen, "out of memory staging a %u-byte get from device memory",
+                     h->size);
+            mca_btl_devmem_frag_return(resp);
+            return NULL;
+        }
+        if (0 != mca_btl_devmem_mem_copy(resp->stage, (const void *) (uintptr_t) h->addr,
+                                         h->size, ordinal, why, whylen)) {
+            mca_btl_devmem_frag_return(resp);
+            return NULL;
+        }
+        mca_btl_devmem_component.stats.dev_staged += h->size;
+        resp->segments[0].seg_addr.pval = resp->stage;
+    }
+    mca_btl_devmem_frag_prepare_write(resp);
+    return resp;
+}
+
+int mca_btl_devmem_rdma_answer(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+{
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    mca_btl_devmem_frag_t *resp = mca_btl_devmem_rdma_get_resp(h, why, sizeof(why));
+
+    if (NULL == resp) {
+        mca_btl_devmem_endpoint_abort(ep, why);
+        return -1;
+    }
+    if (mca_btl_devmem_endpoint_send(ep, resp) < 0) {
+        mca_btl_devmem_frag_return(resp); /* the endpoint failed and said so */
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- get: the answer arrives */
+
+static mca_btl_devmem_frag_t *find_get(mca_btl_devmem_endpoint_t *ep, uint64_t id)
+{
+    mca_btl_devmem_frag_t *found = NULL, *frag;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    OPAL_LIST_FOREACH (frag, &ep->pending_gets, mca_btl_devmem_frag_t) {
+        if (frag->hdr.id == id) {
+            found = frag;
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    return found;
+}
+
+bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
+                                    const struct mca_btl_devmem_hdr *h)
+{
+    ep->rget = find_get(ep, h->id);
+    if (NULL == ep->rget || ep->rget->hdr.size != h->size) {
+        ep->rget = NULL;
+        return false;
+    }
+    return true;
+}
+
+char *mca_btl_devmem_rdma_resp_dest(mca_btl_devmem_endpoint_t *ep)
+{
+    return NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address;
+}
+
+void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
+{
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    mca_btl_devmem_frag_t *get = ep->rget;
+    int status = OPAL_SUCCESS;
+
+    ep->rget = NULL;
+    OPAL_THREAD_LOCK(&ep->lock);
+    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    if (NULL != get->stage) {
+        /* landed in host memory for a device destination: the GPU takes it from there */
+        if (0 != mca_btl_devmem_mem_copy(get->local_address, get->stage, get->hdr.size,
+                                         get->ordinal, why, sizeof(why))) {
+            opal_output(0, "btl:devmem: completing a get from %s: %s",
+                        OPAL_NAME_PRINT(ep->peer->name), why);
+            status = OPAL_ERROR;
+        } else {
+            mca_btl_devmem_component.stats.dev_staged += get->hdr.size;
+        }
+    }
+    mca_btl_devmem_component.stats.rx_host += get->hdr.size;
+    mca_btl_devmem_component.stats.get_host += get->hdr.size;
+    mca_btl_devmem_endpoint_complete(ep, get, status);
+}

@@ -1,0 +1,52 @@
+/*
+ * Get and put: the module's entry points, the GET_REQ a get sends, the GET_RESP that answers
+ * one (with the staging copy out of device memory), and the receiving end of a GET_RESP on
+ * the control connection (finding its get, where its bytes go, completing it). Gets on a
+ * device flow take btl_devmem_devflow*.c's path after the request.
+ */
+#ifndef MCA_BTL_DEVMEM_RDMA_H
+#define MCA_BTL_DEVMEM_RDMA_H
+
+#include "btl_devmem_endpoint.h"
+
+BEGIN_C_DECLS
+
+/* btl_put and btl_get of the module table. */
+int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata);
+int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                       int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                       void *cbcontext, void *cbdata);
+
+/* The answer to GET_REQ h: a GET_RESP fragment whose payload is h->size bytes at h->addr in
+ * our memory, in place (device memory: copied to host memory first, the copy freed with the
+ * fragment), ready to queue; it returns to its free list once written. NULL with why filled
+ * when out of memory or the copy failed. */
+mca_btl_devmem_frag_t *mca_btl_devmem_rdma_get_resp(const struct mca_btl_devmem_hdr *h,
+                                                    char *why, size_t whylen);
+
+/* The peer asks for h->size bytes at h->addr on the control connection: queue the answer.
+ * 0, or -1 when ep failed. */
+int mca_btl_devmem_rdma_answer(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h);
+
+/* A GET_RESP header arrived: find the pending get of its id and exactly its size, and keep
+ * it in ep->rget until its payload is in place. false: it answers nothing of ours. */
+bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
+                                    const struct mca_btl_devmem_hdr *h);
+
+/* Where the admitted GET_RESP's payload goes: the get's destination, or its host stage. */
+char *mca_btl_devmem_rdma_resp_dest(mca_btl_devmem_endpoint_t *ep);
+
+/* Every byte of the admitted GET_RESP is in place: complete its get. */
+void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_RDMA_H */

@@ -1,0 +1,98 @@
+/*
+ * Sockets, with no endpoint in sight: making them (bound, listening, connecting), tuning
+ * them, accepting on a listen socket, and holding an accepted connection for at most
+ * handshake_timeout seconds until somebody claims it. Control connections and device flows
+ * use the same helpers.
+ */
+#ifndef MCA_BTL_DEVMEM_SOCK_H
+#define MCA_BTL_DEVMEM_SOCK_H
+
+#include "btl_devmem.h"
+
+BEGIN_C_DECLS
+
+/* A non-blocking TCP socket of the interface's family, bound to its address and `port` (host
+ * order; 0: any), IPv6 only for an IPv6 address. Returns it, or -errno. */
+int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port);
+
+/* The local port of a bound socket, in host order. 0, or -errno. */
+int mca_btl_devmem_local_port(int sd, uint16_t *port);
+
+/* A listen socket on the interface's address, port chosen by the kernel: control and
+ * device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
+int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port);
+
+/* TCP_NODELAY, socket buffer sizes and keepalive from the MCA parameters, for every
+ * connection. */
+void mca_btl_devmem_tune_socket(int sd);
+
+/* Seconds since sd's peer last acknowledged data that is still in flight; 0 when nothing is
+ * in flight, or the kernel does not say. Tells a dead or cut-off host from a busy process. */
+unsigned int mca_btl_devmem_sock_unacked_for(int sd);
+
+/* A tuned, non-blocking socket bound to itf's address and connecting to the peer's record
+ * `remote` at port_net (network order): control connections and device flows. Returns it,
+ * or -errno (-EAFNOSUPPORT when the record is not of itf's family). */
+int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
+                                  const struct mca_btl_devmem_modex_addr *remote,
+                                  uint16_t port_net);
+
+/* An accepted connection: non-blocking, close-on-exec, from addr:port (host order). It is
+ * the callee's to keep or close. */
+typedef void (*mca_btl_devmem_accepted_fn)(void *arg, int sd,
+                                           const struct mca_btl_devmem_ip *addr, uint16_t port);
+
+/* Accept everything waiting on listen socket lsd, handing each connection to cb. `where`
+ * names the socket in the message about a failed accept. */
+void mca_btl_devmem_accept_all(int lsd, const char *where, mca_btl_devmem_accepted_fn cb,
+                               void *arg);
+
+/*
+ * A connection held with a timeout: accepted, not yet anybody's. A stranger's socket in the
+ * handshake (btl_devmem_conn.c reads its hello) and a device-flow connection that no control
+ * connection has named yet (btl_devmem_devflow.c) are both this. When handshake_timeout
+ * passes first, it is dropped with `expired` as the reason, and counted (conn_refused).
+ */
+typedef struct mca_btl_devmem_held mca_btl_devmem_held_t;
+typedef void (*mca_btl_devmem_held_read_fn)(mca_btl_devmem_held_t *h);
+
+struct mca_btl_devmem_held {
+    opal_list_item_t super;
+    opal_list_t *list;              /* the list holding it */
+    int sd;
+    void *owner;                    /* the module (or device path) whose port it reached */
+    const char *itf;                /* ... and its interface's name, for messages */
+    const char *kind;               /* "connection", "device-flow connection" */
+    const char *expired;            /* why the timeout drops it */
+    struct mca_btl_devmem_ip addr;  /* where it comes from */
+    uint16_t port;                  /* ... host byte order */
+    char peer[MCA_BTL_DEVMEM_IP_STRLEN + 8]; /* [address]:port */
+    opal_event_t timer;
+    mca_btl_devmem_watch_t watch;   /* readable: on_read runs (when set) */
+    mca_btl_devmem_held_read_fn on_read;
+    /* what it has said so far, for a reader that needs it (the hello) */
+    struct mca_btl_devmem_hello hello;
+    size_t got;
+};
+OBJ_CLASS_DECLARATION(mca_btl_devmem_held_t);
+
+/* Hold sd on list until it is taken or dropped. on_read: called when it is readable (NULL:
+ * held unread). NULL when it cannot be held: sd is closed then. */
+mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
+                                               const struct mca_btl_devmem_ip *addr,
+                                               uint16_t port, void *owner, const char *itf,
+                                               const char *kind, const char *expired,
+                                               mca_btl_devmem_held_read_fn on_read);
+
+/* Its socket is the caller's now; the hold is gone. */
+int mca_btl_devmem_held_take(mca_btl_devmem_held_t *h);
+
+/* Close and forget it. why: counted and said (verbose 5); NULL: quietly (closing down). */
+void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, const char *why);
+
+/* Drop everything on list quietly (component close). */
+void mca_btl_devmem_held_drop_all(opal_list_t *list);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_SOCK_H */
