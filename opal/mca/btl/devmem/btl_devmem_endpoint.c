@@ -355,20 +355,29 @@ int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep)
 
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
 {
+    return mca_btl_devmem_endpoint_send_placed(ep, frag, NULL, NULL);
+}
+
+int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
+                                        mca_btl_devmem_frag_t *frag,
+                                        mca_btl_devmem_placed_fn placed, void *arg)
+{
     opal_list_t done;
     int rc = OPAL_SUCCESS;
 
     frag->endpoint = ep;
     OPAL_THREAD_LOCK(&ep->lock);
-    if (ep->fail_pending) { /* failing: the dispatcher completes it (ep_fail) */
+    if (ep->fail_pending /* failing: the dispatcher completes it (ep_fail) */
+        || MCA_BTL_DEVMEM_EP_FAILED == ep->state || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
         OPAL_THREAD_UNLOCK(&ep->lock);
         return OPAL_ERR_UNREACH;
     }
-    switch (ep->state) {
-    case MCA_BTL_DEVMEM_EP_FAILED:
-    case MCA_BTL_DEVMEM_EP_SHUTDOWN:
+    /* every branch below queues it in this same hold of the lock: its place on the wire */
+    if (NULL != placed && OPAL_SUCCESS != (rc = placed(ep, frag, arg))) {
         OPAL_THREAD_UNLOCK(&ep->lock);
-        return OPAL_ERR_UNREACH;
+        return rc;
+    }
+    switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECTED:
         mca_btl_devmem_progress_activity(); /* what we send may need the kernel's time */
         if (opal_list_is_empty(&ep->send_queue)) {

@@ -78,6 +78,17 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
  */
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
 
+/* The same, running placed(ep, frag, arg) under the endpoint's lock at the moment the
+ * fragment's place on the wire is decided (not when the endpoint is failed or shut down:
+ * OPAL_ERR_UNREACH then, placed not run). A result other than OPAL_SUCCESS from placed
+ * leaves the fragment unsent and is returned. For what must follow the wire's order, like
+ * the gets a device flow answers in the order they were asked. */
+typedef int (*mca_btl_devmem_placed_fn)(mca_btl_devmem_endpoint_t *ep,
+                                        mca_btl_devmem_frag_t *frag, void *arg);
+int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
+                                        mca_btl_devmem_frag_t *frag,
+                                        mca_btl_devmem_placed_fn placed, void *arg);
+
 /* The peer is gone or misbehaved: fail everything queued for it (device flows too) and
  * tell the PML. why: what happened; err: an errno or 0. */
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err);

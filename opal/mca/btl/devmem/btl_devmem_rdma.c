@@ -63,6 +63,38 @@ int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
 /* ---------------------------------------------------------------- get: asking */
 
 /*
+ * The request's place on the wire is fixed (under the endpoint's lock): register the get
+ * now, so that the answer always finds it, and in the same order as the requests, which is
+ * the order in which a device flow answers them. Several threads asking at once would
+ * otherwise have their gets land in one another's buffers.
+ */
+struct get_ask {
+    mca_btl_devmem_frag_t *get;
+    bool placed; /* the get is registered: it will complete, even if the send fails */
+};
+
+static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req, void *arg)
+{
+    struct get_ask *ask = arg;
+    mca_btl_devmem_frag_t *get = ask->get;
+
+    get->hdr.id = req->hdr.id = ep->next_get_id++;
+    if (mca_btl_devmem_devflow_get(ep, get)) {
+        req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+    } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    } else {
+        /* the control connection lands it in host memory: staged when it is for the GPU */
+        opal_list_append(&ep->pending_gets, &get->base.super.super);
+        if (NULL != ep->module->dev) {
+            mca_btl_devmem_component.stats.fallbacks++;
+        }
+    }
+    ask->placed = true;
+    return OPAL_SUCCESS;
+}
+
+/*
  * A real get: ask the peer for the bytes; they come back as a GET_RESP fragment that the
  * receive path writes straight into local_address before the callback runs.
  */
@@ -74,13 +106,11 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                        void *cbcontext, void *cbdata)
 {
     mca_btl_devmem_frag_t *get, *req;
+    struct get_ask ask = {NULL, false};
     int rc;
 
     if (size > btl->btl_get_limit || size > UINT32_MAX) {
         return OPAL_ERR_BAD_PARAM;
-    }
-    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
-        return OPAL_ERR_UNREACH;
     }
     get = mca_btl_devmem_frag_alloc_user();
     req = mca_btl_devmem_frag_alloc(0);
@@ -97,6 +127,7 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                    cbcontext, cbdata);
     get->endpoint = ep;
     get->hdr.size = (uint32_t) size;
+    ask.get = get;
     if (NULL != local_handle) {
         get->dst_dev = MCA_BTL_DEVMEM_MEM_DEVICE == local_handle->kind;
         get->ordinal = local_handle->ordinal;
@@ -110,28 +141,15 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     req->hdr.addr = remote_address;
     req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
 
-    /* registered before the request leaves, so the answer always finds it */
-    OPAL_THREAD_LOCK(&ep->lock);
-    get->hdr.id = req->hdr.id = ep->next_get_id++;
-    if (mca_btl_devmem_devflow_get(ep, get)) {
-        req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
-    } else if (get->dst_dev && NULL == (get->stage = malloc(size))) {
-        OPAL_THREAD_UNLOCK(&ep->lock);
+    rc = mca_btl_devmem_endpoint_send_placed(ep, req, get_placed, &ask);
+    if (OPAL_SUCCESS != rc && !ask.placed) {
+        /* never asked: the PML still owns the get */
         mca_btl_devmem_frag_return(get);
         mca_btl_devmem_frag_return(req);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    } else {
-        /* the control connection lands it in host memory: staged when it is for the GPU */
-        opal_list_append(&ep->pending_gets, &get->base.super.super);
-        if (NULL != ep->module->dev) {
-            mca_btl_devmem_component.stats.fallbacks++;
-        }
+        return rc;
     }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-
-    rc = mca_btl_devmem_endpoint_send(ep, req);
     if (rc < 0) {
-        /* the connection failed under us: the get already completed with the error */
+        /* asked, then the connection failed under us: the get completes with the error */
         mca_btl_devmem_frag_return(req);
     }
     return OPAL_SUCCESS;
