@@ -2,8 +2,8 @@
  * btl_devmem: an Open MPI BTL over TCP sockets that moves payloads between the NIC and
  * device memory with Linux device-memory TCP where the kernel and NIC allow it.
  *
- * This header holds the component and module types, the MCA parameters, the counters
- * printed by btl_devmem_stats, and the prototypes shared between the component's files.
+ * This header holds the component and module types, the MCA parameters (the counters are
+ * btl_devmem_stats.h's), and the prototypes shared between the component's files.
  * One module exists per (selected interface address x link), IPv4 or IPv6 (one family per
  * interface: btl_devmem_family); each has its own listen socket,
  * so an accepted connection already knows its module.
@@ -45,6 +45,7 @@
 
 #include "btl_devmem_hdr.h"
 #include "btl_devmem_if.h"
+#include "btl_devmem_stats.h"
 #include "btl_devmem_watch.h"
 
 BEGIN_C_DECLS
@@ -98,38 +99,6 @@ static inline bool mca_btl_devmem_modex_ip(const struct mca_btl_devmem_modex_add
     return false;
 }
 
-/* Counters for the btl_devmem_stats line. Updated from the progress path only. */
-struct mca_btl_devmem_stats {
-    uint64_t tx_host;         /* payload bytes written from host memory */
-    uint64_t rx_host;         /* payload bytes read into host memory */
-    uint64_t tx_frags;
-    uint64_t rx_frags;
-    uint64_t get_host;        /* bytes moved by get */
-    uint64_t put_host;        /* bytes moved by put */
-    uint64_t conn_made;       /* connections that completed the handshake */
-    uint64_t conn_refused;    /* incoming connections dropped by the handshake checks */
-    uint64_t conn_failed;     /* connections lost without an orderly close */
-    uint64_t proto_errors;    /* connections closed for a malformed fragment */
-    uint64_t writev_calls;
-    uint64_t recv_calls;
-    /* the device path */
-    uint64_t tx_devmem;       /* payload bytes sent with devmem TX from a dmabuf */
-    uint64_t rx_dmabuf;       /* payload bytes that landed in an RX pool (dmabuf frags) */
-    uint64_t rx_linear;       /* device-flow bytes the kernel delivered linear */
-    uint64_t tokens_received; /* dmabuf frags handed to us */
-    uint64_t tokens_returned; /* frags the kernel confirmed freed (SO_DEVMEM_DONTNEED) */
-    uint64_t dontneed_calls;
-    uint64_t fallbacks;       /* gets that took the host path while our device path is on */
-    uint64_t devflows;        /* device-flow connections adopted (receive side) */
-    uint64_t devflow_gets;    /* gets answered through a device flow */
-    uint64_t rx_pool_full;    /* receives refused because the RX pool was full */
-    uint64_t get_dmabuf;      /* get bytes that arrived as dmabuf fragments */
-    uint64_t gather_calls;    /* gathers that ran on the GPU (one per receive that needed it) */
-    uint64_t dev_staged;      /* device-memory bytes copied through host memory */
-    uint64_t gets_inflight_max; /* most gets outstanding on one device flow */
-    uint64_t idle_yields;     /* CPU given away while our connections were quiet */
-    uint64_t idle_blocks;     /* sleeps on our sockets on a shared core (progress.c) */
-};
 
 typedef struct mca_btl_devmem_component_t {
     mca_btl_base_component_3_0_0_t super;
@@ -225,8 +194,6 @@ int mca_btl_devmem_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
 int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
 
-/* component helpers used by other files (btl_devmem_component.c) */
-void mca_btl_devmem_print_stats(void);
 
 END_C_DECLS
 

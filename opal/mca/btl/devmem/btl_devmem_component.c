@@ -169,7 +169,8 @@ static int component_register(void)
     c->stats_enabled = false;
     reg_bool("stats",
              "At finalize, print one line per rank: 'btl_devmem stats: rank=R key=value ...' "
-             "(bytes by path, connections made and refused, protocol errors, syscalls)",
+             "(bytes by path, connections made and refused, protocol errors, syscalls). The "
+             "same counters are MPI_T performance variables btl_devmem_<key> whatever this says",
              OPAL_INFO_LVL_4, &c->stats_enabled);
 
     c->mode = "auto";
@@ -312,6 +313,7 @@ static int component_register(void)
     reg_int("fault_after", "For tests only: SEND frames that rank sends intact before "
             "btl_devmem_fault strikes", OPAL_INFO_LVL_9, &c->fault_after);
 
+    mca_btl_devmem_stats_register();
     return mca_btl_base_param_register(&c->super.btl_version,
                                        &mca_btl_devmem_module_template.super);
 }
@@ -392,7 +394,7 @@ static int component_close(void)
     mca_btl_devmem_dispatch_lock();
     mca_btl_devmem_held_drop_all(&c->pending_accepts);
     if (c->stats_enabled && c->num_modules > 0) {
-        mca_btl_devmem_print_stats();
+        mca_btl_devmem_stats_print();
     }
     mca_btl_devmem_proc_release_all();
     modules_release();
@@ -409,42 +411,6 @@ static int component_close(void)
     }
 #endif
     return OPAL_SUCCESS;
-}
-
-void mca_btl_devmem_print_stats(void)
-{
-    const struct mca_btl_devmem_stats *s = &mca_btl_devmem_component.stats;
-    const opal_proc_t *me = opal_proc_local_get();
-    int devmem_modules = 0;
-
-    struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    struct devmem_emul_stats es = {0};
-
-    for (int i = 0; i < mca_btl_devmem_component.num_modules; i++) {
-        devmem_modules += NULL != mca_btl_devmem_component.modules[i]->dev;
-    }
-    if (NULL != k && NULL != k->emul) {
-        devmem_emul_get_stats(k->emul, &es); /* what only the emulation can see */
-    }
-    opal_output(0,
-                "btl_devmem stats: rank=%u tx_host=%" PRIu64 " rx_host=%" PRIu64
-                " tx_frags=%" PRIu64 " rx_frags=%" PRIu64 " get_host=%" PRIu64
-                " put_host=%" PRIu64 " conn_made=%" PRIu64 " conn_refused=%" PRIu64
-                " conn_failed=%" PRIu64 " proto_errors=%" PRIu64 " writev_calls=%" PRIu64
-                " recv_calls=%" PRIu64 " devmem_modules=%d tx_devmem=%" PRIu64
-                " rx_dmabuf=%" PRIu64 " rx_linear=%" PRIu64 " tokens_received=%" PRIu64
-                " tokens_returned=%" PRIu64 " dontneed_calls=%" PRIu64 " fallbacks=%" PRIu64
-                " devflows=%" PRIu64 " devflow_gets=%" PRIu64 " rx_pool_full=%" PRIu64
-                " emul_pool_limited=%" PRIu64 " get_dmabuf=%" PRIu64 " gather_calls=%" PRIu64
-                " dev_staged=%" PRIu64 " gets_inflight_max=%" PRIu64 " idle_yields=%" PRIu64
-                " idle_blocks=%" PRIu64,
-                (unsigned) me->proc_name.vpid, s->tx_host, s->rx_host, s->tx_frags, s->rx_frags,
-                s->get_host, s->put_host, s->conn_made, s->conn_refused, s->conn_failed,
-                s->proto_errors, s->writev_calls, s->recv_calls, devmem_modules, s->tx_devmem,
-                s->rx_dmabuf, s->rx_linear, s->tokens_received, s->tokens_returned,
-                s->dontneed_calls, s->fallbacks, s->devflows, s->devflow_gets,
-                s->rx_pool_full, es.recv_pool_limited, s->get_dmabuf, s->gather_calls,
-                s->dev_staged, s->gets_inflight_max, s->idle_yields, s->idle_blocks);
 }
 
 /* ---------------------------------------------------------------- init */

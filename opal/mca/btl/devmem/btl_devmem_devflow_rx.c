@@ -46,9 +46,8 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     }
     opal_list_append(&df->gets, &get->base.super.super);
     df->expected += get->hdr.size;
-    if (opal_list_get_size(&df->gets) > mca_btl_devmem_component.stats.gets_inflight_max) {
-        mca_btl_devmem_component.stats.gets_inflight_max = opal_list_get_size(&df->gets);
-    }
+    mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.gets_inflight_max,
+                             opal_list_get_size(&df->gets));
     return true;
 }
 

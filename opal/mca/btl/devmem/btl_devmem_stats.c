@@ -1,0 +1,114 @@
+/*
+ * The counters' line and their MPI_T performance variables, both from the one list in
+ * btl_devmem_stats.h.
+ */
+#include "opal_config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/util/proc.h"
+
+#include "btl_devmem.h"
+#include "btl_devmem_dev.h"
+#include "btl_devmem_stats.h"
+
+#include "devmem/emul.h"
+
+static const char *const keys[] = {
+#define MCA_BTL_DEVMEM_STAT_KEY(key, kind, meaning) #key,
+    MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_KEY)
+#undef MCA_BTL_DEVMEM_STAT_KEY
+};
+
+static const char *const meanings[] = {
+#define MCA_BTL_DEVMEM_STAT_MEANING(key, kind, meaning) meaning,
+    MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_MEANING)
+#undef MCA_BTL_DEVMEM_STAT_MEANING
+};
+
+#define MCA_BTL_DEVMEM_STAT_CLASS_COUNTER MCA_BASE_PVAR_CLASS_COUNTER
+#define MCA_BTL_DEVMEM_STAT_CLASS_HIGHWATER MCA_BASE_PVAR_CLASS_HIGHWATERMARK
+/* a derived key is a level: it may go down between two reads */
+#define MCA_BTL_DEVMEM_STAT_CLASS_DERIVED MCA_BASE_PVAR_CLASS_LEVEL
+static const int classes[] = {
+#define MCA_BTL_DEVMEM_STAT_CLASS(key, kind, meaning) MCA_BTL_DEVMEM_STAT_CLASS_##kind,
+    MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_CLASS)
+#undef MCA_BTL_DEVMEM_STAT_CLASS
+};
+
+/* the derived keys' values; the others are fields */
+static uint64_t derived(int index)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    if (MCA_BTL_DEVMEM_STAT_devmem_modules == index) {
+        uint64_t n = 0;
+
+        for (int i = 0; i < c->num_modules; i++) {
+            n += NULL != c->modules[i]->dev;
+        }
+        return n;
+    }
+    if (MCA_BTL_DEVMEM_STAT_emul_pool_limited == index) {
+        struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
+        struct devmem_emul_stats es = {0};
+
+        if (NULL != k && NULL != k->emul) {
+            devmem_emul_get_stats(k->emul, &es); /* what only the emulation can see */
+        }
+        return es.recv_pool_limited;
+    }
+    return 0;
+}
+
+void mca_btl_devmem_stats_read(uint64_t values[MCA_BTL_DEVMEM_STAT_COUNT])
+{
+    const struct mca_btl_devmem_stats *s = &mca_btl_devmem_component.stats;
+
+#define MCA_BTL_DEVMEM_STAT_READ_COUNTER(key) \
+    values[MCA_BTL_DEVMEM_STAT_##key] = atomic_load_explicit(&s->key, memory_order_relaxed);
+#define MCA_BTL_DEVMEM_STAT_READ_HIGHWATER(key) MCA_BTL_DEVMEM_STAT_READ_COUNTER(key)
+#define MCA_BTL_DEVMEM_STAT_READ_DERIVED(key) \
+    values[MCA_BTL_DEVMEM_STAT_##key] = derived(MCA_BTL_DEVMEM_STAT_##key);
+#define MCA_BTL_DEVMEM_STAT_READ(key, kind, meaning) MCA_BTL_DEVMEM_STAT_READ_##kind(key)
+    MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_READ)
+#undef MCA_BTL_DEVMEM_STAT_READ
+}
+
+void mca_btl_devmem_stats_print(void)
+{
+    uint64_t v[MCA_BTL_DEVMEM_STAT_COUNT];
+    char line[64 * MCA_BTL_DEVMEM_STAT_COUNT];
+    size_t used = 0;
+
+    mca_btl_devmem_stats_read(v);
+    for (int i = 0; i < MCA_BTL_DEVMEM_STAT_COUNT && used < sizeof(line); i++) {
+        used += (size_t) snprintf(line + used, sizeof(line) - used, " %s=%" PRIu64, keys[i],
+                                  v[i]);
+    }
+    opal_output(0, "btl_devmem stats: rank=%u%s", (unsigned) opal_proc_local_get()->proc_name.vpid,
+                line);
+}
+
+static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    uint64_t v[MCA_BTL_DEVMEM_STAT_COUNT];
+
+    mca_btl_devmem_stats_read(v);
+    *(unsigned long long *) value = v[(intptr_t) pvar->ctx];
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_devmem_stats_register(void)
+{
+    for (int i = 0; i < MCA_BTL_DEVMEM_STAT_COUNT; i++) {
+        (void) mca_base_component_pvar_register(
+            &mca_btl_devmem_component.super.btl_version, keys[i], meanings[i],
+            OPAL_INFO_LVL_4, classes[i], MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+            MCA_BASE_VAR_BIND_NO_OBJECT,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, pvar_read, NULL, NULL,
+            (void *) (intptr_t) i);
+    }
+}

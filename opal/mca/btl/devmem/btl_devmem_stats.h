@@ -1,0 +1,91 @@
+/*
+ * The component's counters, defined once. MCA_BTL_DEVMEM_STATS lists every key in the order
+ * of the btl_devmem_stats line; from it come the counting struct, the line, and the MPI_T
+ * performance variables (btl_devmem_<key>) that tools read during a run. A key added here
+ * appears in all three; test/build/test_stats_keys.sh then asks for its row in the README.
+ *
+ * X(key, kind, meaning), kind one of:
+ *   COUNTER    a field the component adds to (class COUNTER)
+ *   HIGHWATER  a field holding the largest value seen (class HIGHWATERMARK;
+ *              mca_btl_devmem_stats_max)
+ *   DERIVED    no field: computed when read (how many modules have a device path, what only
+ *              the emulated kernel counts)
+ * Fields are atomics: application threads count their sends while the progress thread
+ * counts its receives (btl_devmem.h: Threads); a plain ++ or += on one is a single atomic add.
+ */
+#ifndef MCA_BTL_DEVMEM_STATS_H
+#define MCA_BTL_DEVMEM_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define MCA_BTL_DEVMEM_STATS(X)                                                              \
+    X(tx_host, COUNTER, "payload bytes written from host memory")                            \
+    X(rx_host, COUNTER, "payload bytes read into host memory")                               \
+    X(tx_frags, COUNTER, "fragments sent on control connections")                            \
+    X(rx_frags, COUNTER, "fragments received on control connections")                        \
+    X(get_host, COUNTER, "bytes moved by get through host memory")                           \
+    X(put_host, COUNTER, "bytes moved by put")                                               \
+    X(conn_made, COUNTER, "connections that completed the handshake")                        \
+    X(conn_refused, COUNTER, "incoming connections dropped by the handshake checks")         \
+    X(conn_failed, COUNTER, "connections lost without an orderly close")                     \
+    X(proto_errors, COUNTER, "connections closed for a malformed fragment")                  \
+    X(writev_calls, COUNTER, "sendmsg calls on control connections")                         \
+    X(recv_calls, COUNTER, "receive calls, control connections and device flows")            \
+    X(devmem_modules, DERIVED, "modules (interfaces) whose device path is on")               \
+    X(tx_devmem, COUNTER, "payload bytes sent with devmem TX from a dmabuf")                 \
+    X(rx_dmabuf, COUNTER, "device-flow bytes that landed in an RX pool (dmabuf fragments)")  \
+    X(rx_linear, COUNTER, "device-flow bytes the kernel delivered linear")                   \
+    X(tokens_received, COUNTER, "dmabuf fragments (tokens) handed to us by the kernel")      \
+    X(tokens_returned, COUNTER, "tokens the kernel confirmed freed (SO_DEVMEM_DONTNEED)")    \
+    X(dontneed_calls, COUNTER, "SO_DEVMEM_DONTNEED calls")                                   \
+    X(fallbacks, COUNTER, "gets that took the control connection while the device path was on") \
+    X(devflows, COUNTER, "device-flow connections adopted (receiving side)")                 \
+    X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \
+    X(rx_pool_full, COUNTER, "device-flow receives refused because the RX pool was full")   \
+    X(emul_pool_limited, DERIVED, "emulated kernel only: receives the RX pool cut short")    \
+    X(get_dmabuf, COUNTER, "get bytes that arrived as dmabuf fragments")                     \
+    X(gather_calls, COUNTER, "receives whose fragments the GPU gathered")                    \
+    X(dev_staged, COUNTER, "device-memory bytes copied through host memory")                 \
+    X(gets_inflight_max, HIGHWATER, "most gets outstanding on one device flow")              \
+    X(idle_yields, COUNTER, "times a waiting rank gave its core away (sched_yield)")         \
+    X(idle_blocks, COUNTER, "sleeps of a waiting rank on its sockets, on a shared core")
+
+/* key indices, in the line's order */
+enum {
+#define MCA_BTL_DEVMEM_STAT_INDEX(key, kind, meaning) MCA_BTL_DEVMEM_STAT_##key,
+    MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_INDEX)
+#undef MCA_BTL_DEVMEM_STAT_INDEX
+    MCA_BTL_DEVMEM_STAT_COUNT
+};
+
+#define MCA_BTL_DEVMEM_STAT_FIELD_COUNTER(key) _Atomic uint64_t key;
+#define MCA_BTL_DEVMEM_STAT_FIELD_HIGHWATER(key) _Atomic uint64_t key;
+#define MCA_BTL_DEVMEM_STAT_FIELD_DERIVED(key)
+#define MCA_BTL_DEVMEM_STAT_FIELD(key, kind, meaning) MCA_BTL_DEVMEM_STAT_FIELD_##kind(key)
+
+struct mca_btl_devmem_stats {
+    MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_FIELD)
+};
+
+/* *field = max(*field, v), whichever threads race to raise it. */
+static inline void mca_btl_devmem_stats_max(_Atomic uint64_t *field, uint64_t v)
+{
+    uint64_t seen = atomic_load_explicit(field, memory_order_relaxed);
+
+    while (v > seen && !atomic_compare_exchange_weak_explicit(field, &seen, v,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+    }
+}
+
+/* Every key's value now (derived ones computed), by index. */
+void mca_btl_devmem_stats_read(uint64_t values[MCA_BTL_DEVMEM_STAT_COUNT]);
+
+/* The btl_devmem_stats line: "btl_devmem stats: rank=R key=value ...". */
+void mca_btl_devmem_stats_print(void);
+
+/* Each key as the MPI_T performance variable btl_devmem_<key> (the component's register). */
+void mca_btl_devmem_stats_register(void);
+
+#endif /* MCA_BTL_DEVMEM_STATS_H */
