@@ -20,16 +20,114 @@
 static opal_list_t unclaimed;
 static bool unclaimed_ready;
 
+/* ---------------------------------------------------------------- states */
+
+/* `timed`: a state that waits for the peer, left by handshake_timeout at the latest */
+static const struct {
+    const char *name;
+    bool timed;
+} tx_states[] = {
+    /* entered: the flow's making. left: devflow_start connects and names it (OPEN); the
+     * endpoint fails or closes first (CLOSED) */
+    [MCA_BTL_DEVMEM_DF_TX_NONE] = {"none", false},
+    /* entered: connected (the connect may still be completing: writes wait in the kernel)
+     * and named on the control connection. Its waits (room to send, zerocopy completions)
+     * are the kernel's: the liveness check (btl_devmem_peer_timeout) notices a peer that
+     * stops acknowledging; a timer here would also end a correct job whose receiver is
+     * merely slow. left: the endpoint fails or closes (CLOSED) */
+    [MCA_BTL_DEVMEM_DF_TX_OPEN] = {"open", false},
+    /* entered: from either, on failure or at finalize; final */
+    [MCA_BTL_DEVMEM_DF_TX_CLOSED] = {"closed", false},
+};
+
+static const struct {
+    const char *name;
+    bool timed;
+} rx_states[] = {
+    /* entered: the flow's making. left: the peer's claim (CLAIMED, or OPEN when its
+     * connection is already held); the endpoint fails or closes (CLOSED) */
+    [MCA_BTL_DEVMEM_DF_RX_NONE] = {"none", false},
+    /* entered: a claim named a connection not yet accepted. left: that connection arrives
+     * (OPEN); the timeout, which fails the endpoint naming the peer (CLOSED) */
+    [MCA_BTL_DEVMEM_DF_RX_CLAIMED] = {"claimed", true},
+    /* entered: adopted, its ledger open. Waits for gets' bytes only while gets are owed:
+     * the peer's liveness covers that. left: the peer's orderly close with nothing owed, a
+     * failure, finalize (CLOSED) */
+    [MCA_BTL_DEVMEM_DF_RX_OPEN] = {"open", false},
+    /* entered: from any state, on close or failure; final */
+    [MCA_BTL_DEVMEM_DF_RX_CLOSED] = {"closed", false},
+};
+
+static void devflow_timeout(int fd, short flags, void *arg)
+{
+    struct mca_btl_devmem_devflow *df = arg;
+    char why[160];
+
+    mca_btl_devmem_dispatch_lock(); /* a libevent timer: out of the callbacks' way */
+    df->timer_armed = false;
+    if (MCA_BTL_DEVMEM_DF_RX_CLAIMED == df->rx_state) {
+        snprintf(why, sizeof(why), "the device flow it named (port %u) did not arrive within "
+                 "%d s (btl_devmem_handshake_timeout)", (unsigned) df->claim_port,
+                 mca_btl_devmem_component.handshake_timeout);
+        mca_btl_devmem_endpoint_fail(df->ep, why, 0);
+    }
+    mca_btl_devmem_dispatch_unlock();
+}
+
+/* Arm the timer when either side is in a timed state, disarm it otherwise. */
+static void rearm(struct mca_btl_devmem_devflow *df)
+{
+    bool timed = tx_states[df->tx_state].timed || rx_states[df->rx_state].timed;
+
+    if (df->timer_armed && !timed) {
+        opal_event_del(&df->timer);
+        df->timer_armed = false;
+    } else if (!df->timer_armed && timed) {
+        int secs = mca_btl_devmem_component.handshake_timeout;
+        struct timeval tv = {secs > 0 ? secs : 1, 0};
+
+        opal_event_evtimer_add(&df->timer, &tv);
+        df->timer_armed = true;
+    }
+}
+
+void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
+                                     enum mca_btl_devmem_devflow_tx_state s, const char *why)
+{
+    DEVMEM_VERBOSE(20, "device flow to %s: sending side %s -> %s (%s)",
+                   OPAL_NAME_PRINT(df->ep->peer->name), tx_states[df->tx_state].name,
+                   tx_states[s].name, why);
+    df->tx_state = s;
+    rearm(df);
+}
+
+void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
+                                     enum mca_btl_devmem_devflow_rx_state s, const char *why)
+{
+    DEVMEM_VERBOSE(20, "device flow from %s: receiving side %s -> %s (%s)",
+                   OPAL_NAME_PRINT(df->ep->peer->name), rx_states[df->rx_state].name,
+                   rx_states[s].name, why);
+    OPAL_THREAD_LOCK(&df->ep->lock);
+    df->rx_state = s;
+    OPAL_THREAD_UNLOCK(&df->ep->lock);
+    rearm(df);
+}
+
 struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep)
 {
     struct mca_btl_devmem_devflow *df = ep->devflow;
 
     if (NULL == df && NULL != (df = calloc(1, sizeof(*df)))) {
+        df->ep = ep;
+        df->tx_state = MCA_BTL_DEVMEM_DF_TX_NONE;
+        df->rx_state = MCA_BTL_DEVMEM_DF_RX_NONE;
         df->tx_sd = df->rx_sd = -1;
         OBJ_CONSTRUCT(&df->tx_queue, opal_list_t);
         OBJ_CONSTRUCT(&df->tx_wait, opal_list_t);
         OBJ_CONSTRUCT(&df->gets, opal_list_t);
-        ep->devflow = df;
+        opal_event_evtimer_set(opal_sync_event_base, &df->timer, devflow_timeout, df);
+        /* published whole: btl_get looks at it from other threads (devflow_get) */
+        __atomic_store_n(&ep->devflow, df, __ATOMIC_RELEASE);
     }
     return df;
 }
@@ -57,7 +155,7 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
         mca_btl_devmem_endpoint_fail(ep, "cannot take the device flow", ENOMEM);
         return -1;
     }
-    if (df->rx_sd >= 0) {
+    if (MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state || MCA_BTL_DEVMEM_DF_RX_CLOSED == df->rx_state) {
         close(sd);
         mca_btl_devmem_endpoint_proto_error(ep, "a second device flow from the same peer");
         return -1;
@@ -70,10 +168,11 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
         return -1;
     }
     memset(&df->counted, 0, sizeof(df->counted));
-    df->ledger_open = true;
+    OPAL_THREAD_LOCK(&ep->lock);
     df->rx_sd = sd;
+    OPAL_THREAD_UNLOCK(&ep->lock);
     df->rx_dev = dev;
-    df->claim_pending = false;
+    mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_OPEN, "adopted");
     mca_btl_devmem_tune_socket(sd);
     mca_btl_devmem_watch_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, ep);
     if (0 != (rc = mca_btl_devmem_watch_set(&df->rx_watch, OPAL_EV_READ))) {
@@ -96,7 +195,7 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
         mca_btl_devmem_endpoint_t *ep;
         OPAL_LIST_FOREACH (ep, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
             struct mca_btl_devmem_devflow *df = ep->devflow;
-            if (NULL != df && df->claim_pending
+            if (NULL != df && MCA_BTL_DEVMEM_DF_RX_CLAIMED == df->rx_state
                 && mca_btl_devmem_ip_equal(&df->claim_addr, addr) && df->claim_port == port) {
                 (void) adopt(ep, dev, sd);
                 return;
@@ -136,7 +235,7 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
         mca_btl_devmem_endpoint_fail(ep, "cannot name the control connection's peer", errno);
         return -1;
     }
-    if (df->rx_sd >= 0 || df->claim_pending) {
+    if (MCA_BTL_DEVMEM_DF_RX_NONE != df->rx_state) {
         mca_btl_devmem_endpoint_proto_error(ep, "a second device-flow claim");
         return -1;
     }
@@ -147,9 +246,10 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
             return adopt(ep, dev, mca_btl_devmem_held_take(u));
         }
     }
-    df->claim_pending = true;
     df->claim_addr = addr;
     df->claim_port = port;
+    mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_CLAIMED,
+                                    "named before its connection arrived");
     return 0;
 }
 
@@ -162,7 +262,6 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
     }
     mca_btl_devmem_devflow_tx_close(ep, orderly);
     mca_btl_devmem_devflow_rx_close(ep);
-    ep->devflow->claim_pending = false;
 }
 
 void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
@@ -173,6 +272,9 @@ void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
         return;
     }
     mca_btl_devmem_devflow_close(ep, false);
+    if (df->timer_armed) {
+        opal_event_del(&df->timer);
+    }
     OBJ_DESTRUCT(&df->tx_queue);
     OBJ_DESTRUCT(&df->tx_wait);
     OBJ_DESTRUCT(&df->gets);

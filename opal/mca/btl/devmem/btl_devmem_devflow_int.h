@@ -18,34 +18,65 @@
 
 BEGIN_C_DECLS
 
+/* The sending side's states; the table with how each is entered and left is in
+ * btl_devmem_devflow.c (tx_states), and every change goes through devflow_tx_state. */
+enum mca_btl_devmem_devflow_tx_state {
+    MCA_BTL_DEVMEM_DF_TX_NONE,   /* no connection to the peer's device-flow port */
+    MCA_BTL_DEVMEM_DF_TX_OPEN,   /* connected (or connecting) and named: answering gets */
+    MCA_BTL_DEVMEM_DF_TX_CLOSED, /* closed: after a failure or at finalize; final */
+};
+
+/* The receiving side's states (rx_states in btl_devmem_devflow.c, devflow_rx_state). */
+enum mca_btl_devmem_devflow_rx_state {
+    MCA_BTL_DEVMEM_DF_RX_NONE,    /* the peer has not named a device flow to us */
+    MCA_BTL_DEVMEM_DF_RX_CLAIMED, /* named on the control connection, not yet accepted */
+    MCA_BTL_DEVMEM_DF_RX_OPEN,    /* adopted: its ledger is open, gets land through it */
+    MCA_BTL_DEVMEM_DF_RX_CLOSED,  /* the peer closed it in order, or it failed; final */
+};
+
 struct mca_btl_devmem_devflow {
+    mca_btl_devmem_endpoint_t *ep;
+    /* the timeout of a waiting state (the tables' `timed`), armed by the state changes */
+    opal_event_t timer;
+    bool timer_armed;
+
     /* sending side: our connection to the peer's device-flow port */
+    enum mca_btl_devmem_devflow_tx_state tx_state;
     int tx_sd;
     mca_btl_devmem_watch_t tx_watch; /* write: room to send; read: completions on the error
                                       * queue (real kernel) or the peer closing */
     opal_list_t tx_queue;           /* raw GET_RESP frags (no header on the wire) */
     opal_list_t tx_wait;            /* devmem TX frags sent, awaiting their completions */
     struct devmem_tx_tracker tracker; /* zerocopy notification ids of those sends */
-    bool tracker_ready;
-    bool tx_zerocopy;               /* SO_ZEROCOPY is on: devmem TX may be used */
-    /* receiving side: the peer's connection to our port, once claimed */
+    /* not a state: a capability of the open connection (SO_ZEROCOPY is on, the tracker is
+     * set up), so devmem TX may be used; a flow without it answers with plain writes */
+    bool tx_zerocopy;
+    /* receiving side: the peer's connection to our port, once claimed. rx_state and rx_sd
+     * change under the endpoint's lock, since btl_get reads them from any thread. */
+    enum mca_btl_devmem_devflow_rx_state rx_state;
     int rx_sd;
     mca_btl_devmem_watch_t rx_watch;
     struct mca_btl_devmem_dev *rx_dev; /* the module whose pool it lands in */
-    struct devmem_ledger ledger;
-    bool ledger_open;
+    struct devmem_ledger ledger;     /* open exactly while RX_OPEN */
     struct devmem_rx_stats counted;  /* ledger counters already added to the stats */
     opal_list_t gets;                /* gets answered on it, in request order */
     size_t head_got;                 /* bytes of the first get already in place */
     uint64_t expected;               /* bytes still owed to all of gets */
-    /* a claim that arrived before its connection */
-    bool claim_pending;
+    /* RX_CLAIMED: the connection we wait for */
     struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */
 };
 
 /* ep's device-flow state, made on first use; NULL when out of memory. */
 struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep);
+
+/* The one way each side changes state: traced at btl_devmem_verbose 20 (old -> new, why),
+ * the state's timer armed or disarmed. devflow_rx_state takes the endpoint's lock: the
+ * caller must not hold it. */
+void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
+                                     enum mca_btl_devmem_devflow_tx_state s, const char *why);
+void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
+                                     enum mca_btl_devmem_devflow_rx_state s, const char *why);
 
 /* Sending side: close it (orderly: queued answers get a bounded chance to leave first);
  * answers not sent or not completed complete with OPAL_ERR_UNREACH. */

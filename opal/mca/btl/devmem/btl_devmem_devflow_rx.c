@@ -37,10 +37,10 @@ static void account(struct mca_btl_devmem_devflow *df)
 
 bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_devflow *df = __atomic_load_n(&ep->devflow, __ATOMIC_ACQUIRE);
     int min = mca_btl_devmem_component.devflow_min;
 
-    if (NULL == df || df->rx_sd < 0 || 0 == get->hdr.size
+    if (NULL == df || MCA_BTL_DEVMEM_DF_RX_OPEN != df->rx_state || 0 == get->hdr.size
         || get->hdr.size < (uint32_t) (min > 0 ? min : 0)) {
         return false;
     }
@@ -167,26 +167,33 @@ static int gather(mca_btl_devmem_endpoint_t *ep, struct devmem_rx_batch *b, opal
     return 0;
 }
 
-static void rx_close(struct mca_btl_devmem_devflow *df)
+/* Into RX_CLOSED from any state; an open flow gives its tokens back first. */
+static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
 {
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;
+    int sd = df->rx_sd;
 
-    (void) mca_btl_devmem_watch_set(&df->rx_watch, 0);
-    /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
-    if (df->ledger_open) {
+    if (MCA_BTL_DEVMEM_DF_RX_CLOSED == df->rx_state) {
+        return;
+    }
+    if (MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state) {
+        (void) mca_btl_devmem_watch_set(&df->rx_watch, 0);
+        /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
         if (0 != devmem_ledger_close(&df->ledger, &e)) {
             opal_output(0, "btl:devmem: returning device-flow tokens at close: %s", e.msg);
         }
         account(df);
-        df->ledger_open = false;
     }
-    if (df->rx_sd >= 0) {
-        if (NULL != k) {
-            k->ops->sock_close(k, df->rx_sd);
-        }
-        close(df->rx_sd);
+    mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_CLOSED, why);
+    if (sd >= 0) {
+        OPAL_THREAD_LOCK(&df->ep->lock);
         df->rx_sd = -1;
+        OPAL_THREAD_UNLOCK(&df->ep->lock);
+        if (NULL != k) {
+            k->ops->sock_close(k, sd);
+        }
+        close(sd);
     }
 }
 
@@ -247,7 +254,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
             if (0 == expected) {
                 /* the peer closed its sending side in order (finalize) */
                 DEVMEM_VERBOSE(20, "%s closed its device flow", OPAL_NAME_PRINT(ep->peer->name));
-                rx_close(df);
+                rx_close(df, "the peer closed it in order");
                 break;
             }
             snprintf(why, sizeof(why), "the device flow closed with %llu bytes of gets owed",
@@ -305,7 +312,7 @@ void mca_btl_devmem_devflow_rx_close(mca_btl_devmem_endpoint_t *ep)
     }
     opal_list_t doomed;
 
-    rx_close(df);
+    rx_close(df, "closing");
     OBJ_CONSTRUCT(&doomed, opal_list_t);
     OPAL_THREAD_LOCK(&ep->lock);
     df->expected = 0;

@@ -30,7 +30,8 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
         || MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
         return;
     }
-    if (NULL == (df = mca_btl_devmem_devflow_of(ep)) || df->tx_sd >= 0) {
+    if (NULL == (df = mca_btl_devmem_devflow_of(ep))
+        || MCA_BTL_DEVMEM_DF_TX_NONE != df->tx_state) {
         return;
     }
     /* leave through this module's interface, from its address: the one the peer knows as
@@ -53,7 +54,6 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
         /* devmem TX needs zerocopy sends; without it every answer is a plain send */
         df->tx_zerocopy = 0 == devmem_tx_socket_setup(sd, NULL, &e)
                           && 0 == devmem_tx_tracker_init(&df->tracker, &e);
-        df->tracker_ready = df->tx_zerocopy;
         if (!df->tx_zerocopy) {
             DEVMEM_VERBOSE(1, "devmem TX off on the device flow to %s: %s",
                            OPAL_NAME_PRINT(ep->peer->name), e.msg);
@@ -69,6 +69,7 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
     claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
     claim->hdr.addr = 0; /* reserved: the address is the control connection's */
     claim->hdr.id = port;
+    mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_OPEN, "connected and named");
     if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
         mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
     }
@@ -94,7 +95,7 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
     opal_list_item_t *item;
     int rc = 0;
 
-    if (!df->tracker_ready || 0 == devmem_tx_inflight(&df->tracker)) {
+    if (!df->tx_zerocopy || 0 == devmem_tx_inflight(&df->tracker)) {
         return 0;
     }
     while (0 == (rc = k->ops->read_completion(k, df->tx_sd, &c, &e))) {
@@ -227,7 +228,7 @@ static void tx_watch_cb(int sd, short flags, void *arg)
 
     mca_btl_devmem_progress_activity();
     tx_progress(ep);
-    if ((flags & OPAL_EV_READ) && NULL != ep->devflow && df->tx_sd >= 0
+    if ((flags & OPAL_EV_READ) && NULL != ep->devflow && MCA_BTL_DEVMEM_DF_TX_OPEN == df->tx_state
         && before == opal_list_get_size(&df->tx_wait)
         && 0 == recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK)) {
         mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with devmem sends "
@@ -243,7 +244,7 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
     mca_btl_devmem_frag_t *resp;
     char why[DEVMEM_ERR_MSG_MAX + 64];
 
-    if (NULL == df || df->tx_sd < 0 || 0 == h->size) {
+    if (NULL == df || MCA_BTL_DEVMEM_DF_TX_OPEN != df->tx_state || 0 == h->size) {
         mca_btl_devmem_endpoint_proto_error(ep, "a device-flow get we have no device flow for");
         return -1;
     }
@@ -316,10 +317,13 @@ void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly
     while (NULL != (item = opal_list_remove_first(&df->tx_wait))) {
         mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
     }
-    if (df->tracker_ready) {
+    if (df->tx_zerocopy) {
         devmem_tx_tracker_fini(&df->tracker);
-        df->tracker_ready = false;
         df->tx_zerocopy = false;
+    }
+    if (MCA_BTL_DEVMEM_DF_TX_CLOSED != df->tx_state) {
+        mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_CLOSED,
+                                        orderly ? "finalize" : "the endpoint failed");
     }
 }
 
