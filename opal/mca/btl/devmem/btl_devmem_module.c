@@ -119,12 +119,8 @@ static int btl_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t
     return OPAL_SUCCESS;
 }
 
-/*
- * Describe `*size` bytes of the convertor's data behind `reserve` bytes of PML header.
- * Contiguous data is sent where it lies (a second segment pointing at the user buffer);
- * anything else is packed into the fragment.
- */
-/* Contiguous device memory: the CPU cannot pack it, the GPU copies it into the fragment. */
+/* Contiguous device memory: the CPU cannot pack it or send it where it lies, so the GPU
+ * copies it into the fragment behind the PML header. */
 static mca_btl_base_descriptor_t *prepare_device_src(struct opal_convertor_t *convertor,
                                                      void *src, int ordinal, size_t reserve,
                                                      size_t *size, size_t max_data,
@@ -154,6 +150,12 @@ static mca_btl_base_descriptor_t *prepare_device_src(struct opal_convertor_t *co
     return &frag->base;
 }
 
+/*
+ * Describe `*size` bytes of the convertor's data behind `reserve` bytes of PML header.
+ * Contiguous host data is sent where it lies (a second segment pointing at the user
+ * buffer), contiguous device data is copied in by the GPU (prepare_device_src), anything
+ * else is packed into the fragment.
+ */
 static mca_btl_base_descriptor_t *btl_prepare_src(struct mca_btl_base_module_t *btl,
                                                   struct mca_btl_base_endpoint_t *ep,
                                                   struct opal_convertor_t *convertor,
