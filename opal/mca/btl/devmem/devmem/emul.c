@@ -1,5 +1,6 @@
 /*
- * The emulated devmem kernel ABI (see emul.h).
+ * The emulated devmem kernel ABI (see emul.h): bindings, pools, sockets and tokens, steering,
+ * DONTNEED. The receive side is emul_rx.c, the send side emul_tx.c; emul_int.h is theirs.
  *
  * What it mirrors, point by point (Linux 6.18 sources):
  *
@@ -64,7 +65,7 @@
 #define _GNU_SOURCE
 #endif
 
-#include "emul.h"
+#include "emul_int.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -74,77 +75,6 @@
 #include <sys/uio.h>
 
 #include <linux/errqueue.h>
-
-#define EMUL_MAX_PIECES 1024         /* UIO_MAXIOV: pieces in one receive */
-#define EMUL_TX_BOUNCE_MAX (4u << 20) /* device-memory sends go through at most this much */
-#define EMUL_TOKEN_MAX 0x7fffffffu
-
-struct emul_binding {
-    uint32_t id;
-    int is_rx;
-    int alive;            /* not unbound */
-    struct devmem_region *region;
-    size_t npages;
-    uint32_t *free_pages; /* RX: indices of free pages */
-    size_t nfree;
-    size_t refs;          /* RX: pages held by tokens */
-};
-
-struct emul_token {
-    struct emul_binding *b; /* NULL: free */
-    uint32_t page;
-};
-
-struct emul_notif {
-    uint32_t lo, hi;
-};
-
-struct emul_sock {
-    int used;
-    dev_t dev;
-    ino_t ino;
-    int probed;             /* tcp/family/port below are known */
-    int tcp;
-    int family;
-    uint16_t port;
-    struct emul_token *tok; /* indexed by token; tok[0] unused */
-    size_t tok_cap;
-    size_t ntok;
-    size_t tok_hint;        /* no free token below this one */
-    uint32_t zckey;         /* next notification id */
-    struct emul_notif *errq;
-    size_t errq_n, errq_cap;
-};
-
-struct emul_piece {
-    int linear;
-    uint32_t len;
-    size_t page;
-    uint32_t inpage;
-};
-
-struct emul_rule {
-    uint16_t port;
-    uint32_t id;
-};
-
-struct devmem_emul {
-    struct devmem_emul_config cfg;
-    uint64_t rng;
-    size_t page;
-    struct emul_binding **bind;
-    size_t nbind, bind_cap;
-    uint32_t next_id;
-    struct emul_rule *rules;
-    size_t nrules, rules_cap;
-    struct emul_sock *socks; /* indexed by fd */
-    size_t socks_cap;
-    struct emul_piece *pieces; /* scratch for one receive */
-    struct iovec *iov;         /* scratch */
-    unsigned char *bounce;
-    size_t bounce_len;
-    struct devmem_emul_stats stats;
-};
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -157,12 +87,12 @@ static uint64_t rnd(struct devmem_emul *e)
     return e->rng * 2685821657736338717ull;
 }
 
-static size_t rnd_below(struct devmem_emul *e, size_t n)
+size_t devmem_emul_rnd_below(struct devmem_emul *e, size_t n)
 {
     return n > 1 ? (size_t) (rnd(e) % n) : 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int devmem_emul_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     size_t ncap = *cap ? *cap : 16;
     void *np;
@@ -183,7 +113,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
-static int sock_is_tcp(int fd)
+int devmem_emul_sock_is_tcp(int fd)
 {
     int type = 0, proto = 0;
     socklen_t l1 = sizeof(type), l2 = sizeof(proto);
@@ -197,7 +127,7 @@ static int sock_is_tcp(int fd)
     return (SOCK_STREAM == type && IPPROTO_TCP == proto) ? 1 : 0;
 }
 
-static int sock_family_port(int fd, int *family, uint16_t *port)
+int devmem_emul_sock_family_port(int fd, int *family, uint16_t *port)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
@@ -215,7 +145,7 @@ static int sock_family_port(int fd, int *family, uint16_t *port)
     return 0;
 }
 
-static struct emul_binding *binding_find(struct devmem_emul *e, uint32_t id)
+struct emul_binding *devmem_emul_binding_find(struct devmem_emul *e, uint32_t id)
 {
     size_t i;
 
@@ -242,7 +172,7 @@ static void binding_free(struct devmem_emul *e, struct emul_binding *b)
 }
 
 /* A page goes back to its pool (napi_pp_put_page). A dead pool goes once it is whole. */
-static void pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t page)
+void devmem_emul_pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t page)
 {
     b->free_pages[b->nfree++] = page;
     b->refs--;
@@ -252,9 +182,9 @@ static void pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t pag
 }
 
 /* Scattered placement: any free page, chosen pseudo-randomly. */
-static uint32_t pool_take(struct devmem_emul *e, struct emul_binding *b)
+uint32_t devmem_emul_pool_take(struct devmem_emul *e, struct emul_binding *b)
 {
-    size_t i = rnd_below(e, b->nfree);
+    size_t i = devmem_emul_rnd_below(e, b->nfree);
     uint32_t page = b->free_pages[i];
 
     b->free_pages[i] = b->free_pages[--b->nfree];
@@ -270,7 +200,7 @@ static void sock_release(struct devmem_emul *e, struct emul_sock *s)
 
     for (t = 1; t < s->tok_cap; t++) {
         if (NULL != s->tok[t].b) {
-            pool_put(e, s->tok[t].b, s->tok[t].page);
+            devmem_emul_pool_put(e, s->tok[t].b, s->tok[t].page);
         }
     }
     free(s->tok);
@@ -279,7 +209,7 @@ static void sock_release(struct devmem_emul *e, struct emul_sock *s)
 }
 
 /* The state of socket fd; a new socket on a reused fd number gets fresh state. */
-static struct emul_sock *sock_get(struct devmem_emul *e, int fd, int create)
+struct emul_sock *devmem_emul_sock_get(struct devmem_emul *e, int fd, int create)
 {
     struct emul_sock *s;
     struct stat st;
@@ -288,7 +218,7 @@ static struct emul_sock *sock_get(struct devmem_emul *e, int fd, int create)
         return NULL;
     }
     if ((size_t) fd >= e->socks_cap) {
-        if (!create || 0 != grow((void **) &e->socks, &e->socks_cap, (size_t) fd + 1,
+        if (!create || 0 != devmem_emul_grow((void **) &e->socks, &e->socks_cap, (size_t) fd + 1,
                                  sizeof(*e->socks))) {
             return NULL;
         }
@@ -310,7 +240,7 @@ static struct emul_sock *sock_get(struct devmem_emul *e, int fd, int create)
 }
 
 /* Lowest free token >= 1, as xa_alloc on sk_user_frags gives. 0 when out of tokens. */
-static uint32_t token_alloc(struct emul_sock *s, struct emul_binding *b, uint32_t page)
+uint32_t devmem_emul_token_alloc(struct emul_sock *s, struct emul_binding *b, uint32_t page)
 {
     size_t t = s->tok_hint;
 
@@ -320,7 +250,7 @@ static uint32_t token_alloc(struct emul_sock *s, struct emul_binding *b, uint32_
     if (t > EMUL_TOKEN_MAX) {
         return 0;
     }
-    if (t >= s->tok_cap && 0 != grow((void **) &s->tok, &s->tok_cap, t + 1, sizeof(*s->tok))) {
+    if (t >= s->tok_cap && 0 != devmem_emul_grow((void **) &s->tok, &s->tok_cap, t + 1, sizeof(*s->tok))) {
         return 0;
     }
     s->tok[t].b = b;
@@ -328,6 +258,19 @@ static uint32_t token_alloc(struct emul_sock *s, struct emul_binding *b, uint32_
     s->ntok++;
     s->tok_hint = t + 1;
     return (uint32_t) t;
+}
+
+void devmem_emul_sock_close(struct devmem_emul *e, int fd)
+{
+    struct emul_sock *s;
+
+    if (NULL == e || fd < 0 || (size_t) fd >= e->socks_cap) {
+        return;
+    }
+    s = &e->socks[fd];
+    if (s->used) {
+        sock_release(e, s);
+    }
 }
 
 /* ---- setup ------------------------------------------------------------------------------- */
@@ -419,7 +362,7 @@ static int bind_common(struct devmem_emul *e, struct devmem_region *region, int 
         goto cleanup;
     }
     b = calloc(1, sizeof(*b));
-    if (NULL == b || 0 != grow((void **) &e->bind, &e->bind_cap, e->nbind + 1,
+    if (NULL == b || 0 != devmem_emul_grow((void **) &e->bind, &e->bind_cap, e->nbind + 1,
                                sizeof(*e->bind))) {
         rc = devmem_err_set(err, ENOMEM, "emul: out of memory");
         goto cleanup;
@@ -449,7 +392,7 @@ static int bind_common(struct devmem_emul *e, struct devmem_region *region, int 
         if (0 == e->next_id) {
             e->next_id = 1;
         }
-    } while (0 == b->id || NULL != binding_find(e, b->id));
+    } while (0 == b->id || NULL != devmem_emul_binding_find(e, b->id));
     e->bind[e->nbind++] = b;
     *id = b->id;
     b = NULL;
@@ -475,7 +418,7 @@ int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uin
 
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err)
 {
-    struct emul_binding *b = binding_find(e, id);
+    struct emul_binding *b = devmem_emul_binding_find(e, id);
     size_t i;
 
     if (NULL == b || !b->alive) {
@@ -502,7 +445,7 @@ int devmem_emul_steer(struct devmem_emul *e, uint16_t port, uint32_t id,
     size_t i;
 
     if (0 != id) {
-        b = binding_find(e, id);
+        b = devmem_emul_binding_find(e, id);
         if (NULL == b || !b->alive || !b->is_rx) {
             return devmem_err_set(err, EINVAL, "emul: steer port %u to %u: no such RX binding",
                                   port, id);
@@ -520,7 +463,7 @@ int devmem_emul_steer(struct devmem_emul *e, uint16_t port, uint32_t id,
         return 0;
     }
     if (i == e->nrules) {
-        if (0 != grow((void **) &e->rules, &e->rules_cap, e->nrules + 1, sizeof(*e->rules))) {
+        if (0 != devmem_emul_grow((void **) &e->rules, &e->rules_cap, e->nrules + 1, sizeof(*e->rules))) {
             return devmem_err_set(err, ENOMEM, "emul: out of memory");
         }
         e->nrules++;
@@ -528,359 +471,6 @@ int devmem_emul_steer(struct devmem_emul *e, uint16_t port, uint32_t id,
     e->rules[i].port = port;
     e->rules[i].id = id;
     return 0;
-}
-
-/* ---- receive ----------------------------------------------------------------------------- */
-
-/* The live RX binding that steering sends this TCP socket's flow to, or NULL. */
-static struct emul_binding *steered(struct devmem_emul *e, struct emul_sock *s, int fd)
-{
-    size_t i;
-
-    if (!s->probed) {
-        s->tcp = (1 == sock_is_tcp(fd));
-        if (0 != sock_family_port(fd, &s->family, &s->port)) {
-            return NULL;
-        }
-        s->probed = (0 != s->port); /* a socket not yet bound may get a port later */
-    }
-    if (!s->tcp) {
-        return NULL;
-    }
-    for (i = 0; i < e->nrules; i++) {
-        if (e->rules[i].port == s->port) {
-            struct emul_binding *b = binding_find(e, e->rules[i].id);
-
-            return (NULL != b && b->alive) ? b : NULL;
-        }
-    }
-    return NULL;
-}
-
-static ssize_t plain_recv(struct devmem_emul *e, int fd, struct msghdr *msg, int flags)
-{
-    ssize_t ret = recvmsg(fd, msg, flags & ~MSG_SOCK_DEVMEM);
-
-    if (ret < 0) {
-        return -errno;
-    }
-    e->stats.recv_plain++;
-    e->stats.bytes_plain += (uint64_t) ret;
-    return ret;
-}
-
-/* How many devmem cmsgs fit, by put_cmsg_notrunc's rule (CMSG_LEN to fit, CMSG_SPACE used). */
-static size_t cmsg_room(size_t controllen)
-{
-    const size_t need = CMSG_LEN(sizeof(struct devmem_dmabuf_cmsg));
-    const size_t space = CMSG_SPACE(sizeof(struct devmem_dmabuf_cmsg));
-    size_t n = 0;
-
-    while (controllen >= need) {
-        n++;
-        controllen -= (controllen < space) ? controllen : space;
-    }
-    return n;
-}
-
-/* Lay out up to budget bytes as skbs: [linear head] + 1..4 frags, each frag in its own
- * pool page at a page or sub-page offset. Returns the number of pieces. */
-static size_t plan_pieces(struct devmem_emul *e, struct emul_binding *b, size_t budget,
-                          size_t room)
-{
-    size_t np = 0, planned = 0, maxp = room < EMUL_MAX_PIECES ? room : EMUL_MAX_PIECES;
-
-    while (planned < budget && np < maxp && b->nfree > 0) {
-        size_t nfr = 1 + rnd_below(e, 4), f;
-
-        if ((size_t) rnd_below(e, 100) < e->cfg.linear_pct) {
-            size_t cap = budget - planned < 256 ? budget - planned : 256;
-            struct emul_piece *p = &e->pieces[np++];
-
-            p->linear = 1;
-            p->len = (uint32_t) (1 + rnd_below(e, cap));
-            planned += p->len;
-        }
-        for (f = 0; f < nfr && planned < budget && np < maxp && b->nfree > 0; f++) {
-            struct emul_piece *p = &e->pieces[np++];
-            size_t len, left = budget - planned;
-
-            p->linear = 0;
-            p->page = pool_take(e, b);
-            if (0 == rnd_below(e, 2)) {
-                p->inpage = 0;
-                len = e->cfg.max_frag;
-            } else {
-                p->inpage = (uint32_t) (64 * rnd_below(e, e->page / 64));
-                len = e->page - p->inpage;
-                if (len > e->cfg.max_frag) {
-                    len = e->cfg.max_frag;
-                }
-                len = 1 + rnd_below(e, len);
-            }
-            p->len = (uint32_t) (len < left ? len : left);
-            planned += p->len;
-        }
-    }
-    return np;
-}
-
-/* Point iov[*n..] at bytes [pos, pos+len) of the caller's iovec chain. */
-static int map_user(const struct msghdr *msg, size_t pos, size_t len, struct iovec *iov,
-                    size_t *n, size_t max)
-{
-    size_t i;
-
-    for (i = 0; i < msg->msg_iovlen && len > 0; i++) {
-        size_t il = msg->msg_iov[i].iov_len;
-
-        if (pos >= il) {
-            pos -= il;
-            continue;
-        }
-        if (*n >= max) {
-            return -ENOBUFS;
-        }
-        iov[*n].iov_base = (char *) msg->msg_iov[i].iov_base + pos;
-        iov[*n].iov_len = (il - pos < len) ? il - pos : len;
-        len -= iov[*n].iov_len;
-        (*n)++;
-        pos = 0;
-    }
-    return 0 == len ? 0 : -EFAULT;
-}
-
-static ssize_t devmem_recv(struct devmem_emul *e, struct emul_sock *s, struct emul_binding *b,
-                           int fd, struct msghdr *msg, int flags)
-{
-    size_t budget = 0, room, np, i, niov = 0, maxiov = 2 * EMUL_MAX_PIECES + 64;
-    size_t linear_pos = 0, bounce_need = 0, bpos = 0, cum = 0, used = 0;
-    unsigned char *ctrl = (unsigned char *) msg->msg_control;
-    struct msghdr hmsg;
-    ssize_t got;
-    int rc, fail = 0;
-
-    for (i = 0; i < msg->msg_iovlen; i++) {
-        budget += msg->msg_iov[i].iov_len;
-    }
-    room = cmsg_room(NULL != ctrl ? msg->msg_controllen : 0);
-    if (0 == room) {
-        e->stats.recv_toosmall++;
-        return -ETOOSMALL;
-    }
-    if (0 == b->nfree) {
-        /* Backpressure: leave the bytes in the socket; nothing is lost. */
-        e->stats.recv_pool_full++;
-        return -ENOBUFS;
-    }
-    np = plan_pieces(e, b, budget, room);
-    {
-        size_t planned = 0;
-
-        for (i = 0; i < np; i++) {
-            planned += e->pieces[i].len;
-        }
-        if (planned < budget && 0 == b->nfree) {
-            e->stats.recv_pool_limited++;
-        }
-    }
-    for (i = 0; i < np; i++) {
-        if (!e->pieces[i].linear && NULL == b->region->map) {
-            bounce_need += e->pieces[i].len;
-        }
-    }
-    if (bounce_need > e->bounce_len) {
-        unsigned char *nb = realloc(e->bounce, bounce_need);
-
-        if (NULL == nb) {
-            got = -ENOMEM;
-            goto undo;
-        }
-        e->bounce = nb;
-        e->bounce_len = bounce_need;
-    }
-    /* One readv lands every piece where it belongs: linear bytes in the caller's buffer,
-     * dmabuf bytes in the pool (or a bounce buffer for device memory). */
-    for (i = 0; i < np; i++) {
-        struct emul_piece *p = &e->pieces[i];
-
-        if (p->linear) {
-            rc = map_user(msg, linear_pos, p->len, e->iov, &niov, maxiov);
-            if (0 != rc) {
-                got = rc;
-                goto undo;
-            }
-            linear_pos += p->len;
-        } else if (NULL != b->region->map) {
-            e->iov[niov].iov_base = (char *) b->region->map + p->page * e->page + p->inpage;
-            e->iov[niov++].iov_len = p->len;
-        } else {
-            e->iov[niov].iov_base = e->bounce + bpos;
-            e->iov[niov++].iov_len = p->len;
-            bpos += p->len;
-        }
-    }
-    memset(&hmsg, 0, sizeof(hmsg));
-    hmsg.msg_iov = e->iov;
-    hmsg.msg_iovlen = niov;
-    got = recvmsg(fd, &hmsg, (flags & ~(MSG_SOCK_DEVMEM | MSG_WAITALL)) | MSG_DONTWAIT);
-    if (got < 0) {
-        got = -errno;
-    }
-    if (got <= 0) {
-        goto undo;
-    }
-    /* Keep the pieces the bytes reached; give back the pages of the others. */
-    bpos = 0;
-    for (i = 0; i < np; i++) {
-        struct emul_piece *p = &e->pieces[i];
-        struct devmem_dmabuf_cmsg dc;
-        struct cmsghdr hdr;
-
-        if (cum >= (size_t) got) {
-            if (!p->linear) {
-                pool_put(e, b, (uint32_t) p->page);
-            }
-            continue;
-        }
-        if (p->len > (size_t) got - cum) {
-            p->len = (uint32_t) ((size_t) got - cum);
-        }
-        cum += p->len;
-        memset(&dc, 0, sizeof(dc));
-        dc.frag_size = p->len;
-        if (!p->linear) {
-            if (NULL == b->region->map) {
-                rc = b->region->provider->copy_in(b->region, p->page * e->page + p->inpage,
-                                                  e->bounce + bpos, p->len, NULL);
-                bpos += p->len;
-                if (0 != rc) {
-                    fail = rc; /* bytes consumed but not landed: a device error */
-                    pool_put(e, b, (uint32_t) p->page);
-                    continue;
-                }
-            }
-            dc.frag_offset = (uint64_t) p->page * e->page + p->inpage;
-            dc.dmabuf_id = b->id;
-            dc.frag_token = token_alloc(s, b, (uint32_t) p->page);
-            if (0 == dc.frag_token) {
-                fail = -ENOMEM;
-                pool_put(e, b, (uint32_t) p->page);
-                continue;
-            }
-            e->stats.frags_landed++;
-            e->stats.bytes_dmabuf += p->len;
-        } else {
-            e->stats.bytes_linear += p->len;
-        }
-        hdr.cmsg_len = CMSG_LEN(sizeof(dc));
-        hdr.cmsg_level = SOL_SOCKET;
-        hdr.cmsg_type = p->linear ? SCM_DEVMEM_LINEAR : SCM_DEVMEM_DMABUF;
-        memcpy(ctrl + used, &hdr, sizeof(hdr));
-        memcpy(ctrl + used + CMSG_LEN(0), &dc, sizeof(dc));
-        used += (msg->msg_controllen - used < CMSG_SPACE(sizeof(dc)))
-                    ? msg->msg_controllen - used : CMSG_SPACE(sizeof(dc));
-    }
-    msg->msg_controllen = used;
-    msg->msg_flags = 0;
-    e->stats.recv_devmem++;
-    /* A device copy or token failure after bytes left the socket is not recoverable; the
-     * tokens already handed out go back when the socket closes. */
-    return 0 != fail ? fail : got;
-undo:
-    for (i = 0; i < np; i++) {
-        if (!e->pieces[i].linear) {
-            pool_put(e, b, (uint32_t) e->pieces[i].page);
-        }
-    }
-    return got;
-}
-
-static ssize_t errqueue_recv(struct devmem_emul *e, struct emul_sock *s, int fd,
-                             struct msghdr *msg, int flags)
-{
-    struct {
-        struct sock_extended_err ee;
-        struct sockaddr_in6 offender; /* zeroed: AF_UNSPEC */
-    } errhdr;
-    size_t plen, cmlen;
-    struct cmsghdr hdr;
-    int family = AF_INET;
-    uint16_t port;
-
-    if (NULL == s || 0 == s->errq_n) {
-        /* Nothing of ours: the real socket's own error queue answers (-EAGAIN when empty). */
-        ssize_t ret = recvmsg(fd, msg, flags);
-
-        return ret < 0 ? -errno : ret;
-    }
-    (void) sock_family_port(fd, &family, &port);
-    memset(&errhdr, 0, sizeof(errhdr));
-    errhdr.ee.ee_errno = 0;
-    errhdr.ee.ee_origin = SO_EE_ORIGIN_ZEROCOPY;
-    errhdr.ee.ee_info = s->errq[0].lo;
-    errhdr.ee.ee_data = s->errq[0].hi;
-    plen = sizeof(errhdr.ee) + (AF_INET6 == family ? sizeof(struct sockaddr_in6)
-                                                   : sizeof(struct sockaddr_in));
-    hdr.cmsg_level = AF_INET6 == family ? SOL_IPV6 : SOL_IP;
-    hdr.cmsg_type = AF_INET6 == family ? IPV6_RECVERR : IP_RECVERR;
-    cmlen = CMSG_LEN(plen);
-    msg->msg_flags = MSG_ERRQUEUE;
-    if (NULL == msg->msg_control || msg->msg_controllen < sizeof(hdr)) {
-        msg->msg_flags |= MSG_CTRUNC;
-        msg->msg_controllen = 0;
-    } else {
-        if (msg->msg_controllen < cmlen) {
-            msg->msg_flags |= MSG_CTRUNC; /* put_cmsg truncates here */
-            cmlen = msg->msg_controllen;
-        }
-        hdr.cmsg_len = cmlen;
-        memcpy(msg->msg_control, &hdr, sizeof(hdr));
-        memcpy((char *) msg->msg_control + CMSG_LEN(0), &errhdr, cmlen - CMSG_LEN(0));
-        msg->msg_controllen = (CMSG_SPACE(plen) < msg->msg_controllen) ? CMSG_SPACE(plen)
-                                                                       : msg->msg_controllen;
-    }
-    /* The notification is dequeued even when truncated, as the kernel does. */
-    memmove(s->errq, s->errq + 1, (s->errq_n - 1) * sizeof(*s->errq));
-    s->errq_n--;
-    e->stats.tx_notifications++;
-    return 0;
-}
-
-ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, int flags)
-{
-    struct emul_binding *b;
-    struct emul_sock *s;
-    char c;
-    ssize_t ret;
-
-    if (flags & MSG_ERRQUEUE) {
-        return errqueue_recv(e, sock_get(e, fd, 0), fd, msg, flags);
-    }
-    s = sock_get(e, fd, 1);
-    b = (NULL != s) ? steered(e, s, fd) : NULL;
-    if (NULL == b) {
-        /* An unbound queue: ordinary TCP data, no cmsg, whatever the flag says. */
-        return plain_recv(e, fd, msg, flags);
-    }
-    /* Wait (or not) for data as the socket would; EOF and errors pass through. At EOF the
-     * kernel reports an empty control area (recvmsg writes back msg_controllen 0). */
-    ret = recv(fd, &c, 1, MSG_PEEK | (flags & MSG_DONTWAIT));
-    if (ret <= 0) {
-        if (0 == ret) {
-            msg->msg_controllen = 0;
-            msg->msg_flags = 0;
-        }
-        return ret < 0 ? -errno : 0;
-    }
-    if (!(flags & MSG_SOCK_DEVMEM)) {
-        e->stats.recv_efault++;
-        return -EFAULT;
-    }
-    if ((size_t) rnd_below(e, 100) < e->cfg.readable_pct) {
-        return plain_recv(e, fd, msg, flags); /* a readable skb: header split did not happen */
-    }
-    return devmem_recv(e, s, b, fd, msg, flags);
 }
 
 /* ---- DONTNEED ---------------------------------------------------------------------------- */
@@ -891,7 +481,7 @@ int devmem_emul_dontneed(struct devmem_emul *e, int fd, const void *optval, sock
     struct emul_sock *s;
     size_t i, n, frags = 0;
     uint32_t j;
-    int tcp = sock_is_tcp(fd), freed = 0;
+    int tcp = devmem_emul_sock_is_tcp(fd), freed = 0;
 
     if (tcp < 0) {
         return tcp; /* -EBADF, -ENOTSOCK: setsockopt's own checks */
@@ -908,7 +498,7 @@ int devmem_emul_dontneed(struct devmem_emul *e, int fd, const void *optval, sock
     }
     e->stats.dontneed_calls++;
     n = optlen / sizeof(*tokens);
-    s = sock_get(e, fd, 0);
+    s = devmem_emul_sock_get(e, fd, 0);
     for (i = 0; i < n; i++) {
         struct devmem_dmabuf_token r;
 
@@ -923,7 +513,7 @@ int devmem_emul_dontneed(struct devmem_emul *e, int fd, const void *optval, sock
                 e->stats.tokens_unknown++;
                 continue;
             }
-            pool_put(e, s->tok[t].b, s->tok[t].page);
+            devmem_emul_pool_put(e, s->tok[t].b, s->tok[t].page);
             s->tok[t].b = NULL;
             s->ntok--;
             if (t < s->tok_hint) {
@@ -937,159 +527,6 @@ limit:
     return freed;
 }
 
-/* ---- transmit ---------------------------------------------------------------------------- */
-
-static void errq_push(struct emul_sock *s, uint32_t id)
-{
-    if (s->errq_n > 0 && s->errq[s->errq_n - 1].hi + 1 == id) {
-        s->errq[s->errq_n - 1].hi = id; /* merged into the queued tail notification */
-        return;
-    }
-    if (0 != grow((void **) &s->errq, &s->errq_cap, s->errq_n + 1, sizeof(*s->errq))) {
-        return; /* the kernel drops a notification it cannot allocate, too */
-    }
-    s->errq[s->errq_n].lo = id;
-    s->errq[s->errq_n].hi = id;
-    s->errq_n++;
-}
-
-ssize_t devmem_emul_sendmsg(struct devmem_emul *e, int fd, const struct msghdr *msg, int flags)
-{
-    const unsigned char *ctrl = (const unsigned char *) msg->msg_control;
-    size_t clen = NULL != ctrl ? msg->msg_controllen : 0, off = 0, i, niov = 0, total = 0;
-    size_t bpos = 0;
-    struct emul_binding *b;
-    struct emul_sock *s;
-    struct msghdr hmsg;
-    uint32_t id = 0;
-    int found = 0, zc = 0, tcp;
-    socklen_t zl = sizeof(zc);
-    ssize_t ret;
-
-    while (clen - off >= sizeof(struct cmsghdr)) {
-        struct cmsghdr hdr;
-
-        memcpy(&hdr, ctrl + off, sizeof(hdr));
-        if (hdr.cmsg_len < sizeof(hdr) || hdr.cmsg_len > clen - off) {
-            return -EINVAL;
-        }
-        if (SOL_SOCKET == hdr.cmsg_level && SCM_DEVMEM_DMABUF == hdr.cmsg_type) {
-            if (hdr.cmsg_len != CMSG_LEN(sizeof(uint32_t))) {
-                return -EINVAL;
-            }
-            memcpy(&id, ctrl + off + CMSG_LEN(0), sizeof(id));
-            found = 1;
-        }
-        off += CMSG_ALIGN(hdr.cmsg_len) < clen - off ? CMSG_ALIGN(hdr.cmsg_len) : clen - off;
-    }
-    if (!found) {
-        ret = sendmsg(fd, msg, flags); /* not a devmem send: the real kernel's business */
-        return ret < 0 ? -errno : ret;
-    }
-    tcp = sock_is_tcp(fd);
-    if (tcp < 0) {
-        return tcp;
-    }
-    if (0 == tcp) {
-        return -EINVAL;
-    }
-    if (0 != getsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &zc, &zl)) {
-        return -errno;
-    }
-    if (!(flags & MSG_ZEROCOPY) || !zc) {
-        return -EINVAL;
-    }
-    b = binding_find(e, id);
-    if (NULL == b || b->is_rx || !b->alive) {
-        return -EINVAL;
-    }
-    s = sock_get(e, fd, 1);
-    if (NULL == s) {
-        return -ENOMEM;
-    }
-    /* iov_base is an offset; stop at the first byte past the dmabuf. */
-    for (i = 0; i < msg->msg_iovlen && niov < 2 * EMUL_MAX_PIECES; i++) {
-        uint64_t o = (uint64_t) (uintptr_t) msg->msg_iov[i].iov_base;
-        size_t len = msg->msg_iov[i].iov_len;
-
-        if (0 == len) {
-            continue;
-        }
-        if (o >= b->region->size) {
-            break;
-        }
-        if (len > b->region->size - o) {
-            len = (size_t) (b->region->size - o);
-        }
-        if (NULL == b->region->map && len > EMUL_TX_BOUNCE_MAX - total) {
-            len = EMUL_TX_BOUNCE_MAX - total;
-        }
-        e->iov[niov].iov_base = (void *) (uintptr_t) o; /* offset for now */
-        e->iov[niov++].iov_len = len;
-        total += len;
-        if (len < msg->msg_iov[i].iov_len || 0 == EMUL_TX_BOUNCE_MAX - total) {
-            break;
-        }
-    }
-    if (0 == total) {
-        return i < msg->msg_iovlen ? -EFAULT : 0;
-    }
-    if (NULL == b->region->map && total > e->bounce_len) {
-        unsigned char *nb = realloc(e->bounce, total);
-
-        if (NULL == nb) {
-            return -ENOMEM;
-        }
-        e->bounce = nb;
-        e->bounce_len = total;
-    }
-    /* Turn offsets into host addresses: the region's mapping or a bounce copy. */
-    for (i = 0; i < niov; i++) {
-        size_t o = (size_t) (uintptr_t) e->iov[i].iov_base;
-
-        if (NULL != b->region->map) {
-            e->iov[i].iov_base = (char *) b->region->map + o;
-        } else {
-            int rc = b->region->provider->copy_out(b->region, o, e->bounce + bpos,
-                                                   e->iov[i].iov_len, NULL);
-
-            if (0 != rc) {
-                return rc;
-            }
-            e->iov[i].iov_base = e->bounce + bpos;
-            bpos += e->iov[i].iov_len;
-        }
-    }
-    memset(&hmsg, 0, sizeof(hmsg));
-    hmsg.msg_name = msg->msg_name;
-    hmsg.msg_namelen = msg->msg_namelen;
-    hmsg.msg_iov = e->iov;
-    hmsg.msg_iovlen = niov;
-    ret = sendmsg(fd, &hmsg, flags & ~MSG_ZEROCOPY);
-    if (ret < 0) {
-        return -errno; /* no notification id taken */
-    }
-    if (ret > 0) {
-        errq_push(s, s->zckey++);
-        e->stats.tx_sends++;
-        e->stats.tx_bytes += (uint64_t) ret;
-    }
-    return ret;
-}
-
-void devmem_emul_sock_close(struct devmem_emul *e, int fd)
-{
-    struct emul_sock *s;
-
-    if (NULL == e || fd < 0 || (size_t) fd >= e->socks_cap) {
-        return;
-    }
-    s = &e->socks[fd];
-    if (s->used) {
-        sock_release(e, s);
-    }
-}
-
 /* ---- introspection ----------------------------------------------------------------------- */
 
 void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats *s)
@@ -1100,7 +537,7 @@ void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats
 int devmem_emul_pool_pages(const struct devmem_emul *e, uint32_t id, size_t *total,
                            size_t *nfree)
 {
-    struct emul_binding *b = binding_find((struct devmem_emul *) e, id);
+    struct emul_binding *b = devmem_emul_binding_find((struct devmem_emul *) e, id);
 
     if (NULL == b || !b->is_rx) {
         return -ENOENT;
