@@ -199,32 +199,16 @@ static int emu_dontneed(struct devmem_kernel *k, int fd, const struct devmem_dma
     return ret;
 }
 
+static ssize_t emul_sendmsg(void *ctx, int fd, const struct msghdr *msg, int flags)
+{
+    return devmem_emul_sendmsg(ctx, fd, msg, flags);
+}
+
 static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
                         const struct devmem_tx_iov *iov, size_t n, int flags,
                         struct devmem_err *err)
 {
-    union {
-        char buf[DEVMEM_TX_CBUF_SIZE];
-        struct cmsghdr align;
-    } cbuf;
-    struct iovec iovs[DEVMEM_TX_MAX_IOV];
-    struct msghdr msg;
-    ssize_t ret;
-    int rc;
-
-    rc = devmem_tx_build_msg(&msg, iovs, cbuf.buf, id, iov, n, err);
-    if (0 != rc) {
-        return rc;
-    }
-    ret = devmem_emul_sendmsg(k->emul, fd, &msg, flags | MSG_ZEROCOPY);
-    if (ret < 0) {
-        if (-EAGAIN == ret || -EWOULDBLOCK == ret) {
-            return devmem_err_set(err, EAGAIN, "tx: socket buffer full");
-        }
-        return devmem_err_set(err, (int) -ret, "emul: devmem sendmsg (binding %u): %s", id,
-                              strerror((int) -ret));
-    }
-    return ret;
+    return devmem_tx_send_via(emul_sendmsg, k->emul, "emul", fd, id, iov, n, flags, err);
 }
 
 static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,

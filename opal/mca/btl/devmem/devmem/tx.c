@@ -65,8 +65,9 @@ int devmem_tx_build_msg(struct msghdr *msg, struct iovec *iovs, void *cbuf, uint
     return 0;
 }
 
-ssize_t devmem_tx_send(int fd, uint32_t binding_id, const struct devmem_tx_iov *iov, size_t n,
-                       int flags, struct devmem_err *err)
+ssize_t devmem_tx_send_via(devmem_tx_sendmsg_fn send, void *ctx, const char *who, int fd,
+                           uint32_t binding_id, const struct devmem_tx_iov *iov, size_t n,
+                           int flags, struct devmem_err *err)
 {
     union {
         char buf[DEVMEM_TX_CBUF_SIZE];
@@ -81,19 +82,33 @@ ssize_t devmem_tx_send(int fd, uint32_t binding_id, const struct devmem_tx_iov *
     if (0 != rc) {
         return rc;
     }
-    ret = sendmsg(fd, &msg, flags | MSG_ZEROCOPY);
+    ret = send(ctx, fd, &msg, flags | MSG_ZEROCOPY);
     if (ret < 0) {
-        int e = errno;
+        int e = (int) -ret;
 
         if (EAGAIN == e || EWOULDBLOCK == e) {
             return devmem_err_set(err, EAGAIN, "tx: socket buffer full");
         }
-        return devmem_err_set(err, e, "tx: devmem sendmsg (binding %u): %s%s", binding_id,
+        return devmem_err_set(err, e, "%s: devmem sendmsg (binding %u): %s%s", who, binding_id,
                               strerror(e),
                               ENODEV == e ? " (route leaves through another device: "
                                             "SO_BINDTODEVICE to the bound one)" : "");
     }
     return ret;
+}
+
+static ssize_t kernel_sendmsg(void *ctx, int fd, const struct msghdr *msg, int flags)
+{
+    ssize_t ret = sendmsg(fd, msg, flags);
+
+    (void) ctx;
+    return ret < 0 ? -errno : ret;
+}
+
+ssize_t devmem_tx_send(int fd, uint32_t binding_id, const struct devmem_tx_iov *iov, size_t n,
+                       int flags, struct devmem_err *err)
+{
+    return devmem_tx_send_via(kernel_sendmsg, NULL, "tx", fd, binding_id, iov, n, flags, err);
 }
 
 int devmem_tx_parse_completion(const struct msghdr *msg, struct devmem_tx_completion *c,

@@ -44,6 +44,13 @@ int devmem_tx_build_msg(struct msghdr *msg, struct iovec *iovs, void *cbuf, uint
 ssize_t devmem_tx_send(int fd, uint32_t binding_id, const struct devmem_tx_iov *iov, size_t n,
                        int flags, struct devmem_err *err);
 
+/* The same through another sendmsg (the emulated kernel's): send returns bytes or -errno;
+ * who names it in error messages. One control buffer and one error mapping for both. */
+typedef ssize_t (*devmem_tx_sendmsg_fn)(void *ctx, int fd, const struct msghdr *msg, int flags);
+ssize_t devmem_tx_send_via(devmem_tx_sendmsg_fn send, void *ctx, const char *who, int fd,
+                           uint32_t binding_id, const struct devmem_tx_iov *iov, size_t n,
+                           int flags, struct devmem_err *err);
+
 /* One zerocopy notification. */
 struct devmem_tx_completion {
     uint32_t lo, hi; /* notification ids lo..hi (inclusive) completed */
