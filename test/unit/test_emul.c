@@ -19,6 +19,7 @@
 #include "kernel.h"
 
 #include "check.h"
+#include "tcp_pair.h"
 
 #define STALL_S 20
 
@@ -36,44 +37,6 @@ static unsigned char pattern(size_t i)
 }
 
 /* A connected loopback pair; *port is the receiver's local port (the listen port). */
-static int tcp_pair(int *snd, int *rcv, uint16_t *port, int zerocopy)
-{
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int lfd, one = 1, rc = -1;
-
-    *snd = *rcv = -1;
-    lfd = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (lfd < 0 || 0 != bind(lfd, (struct sockaddr *) &a, sizeof(a)) || 0 != listen(lfd, 4) ||
-        0 != getsockname(lfd, (struct sockaddr *) &a, &al)) {
-        goto cleanup;
-    }
-    *port = ntohs(a.sin_port);
-    *snd = socket(AF_INET, SOCK_STREAM, 0);
-    if (zerocopy && 0 != devmem_tx_socket_setup(*snd, NULL, NULL)) {
-        goto cleanup;
-    }
-    if (0 != connect(*snd, (struct sockaddr *) &a, sizeof(a))) {
-        goto cleanup;
-    }
-    *rcv = accept(lfd, NULL, NULL);
-    if (*rcv < 0) {
-        goto cleanup;
-    }
-    setsockopt(*snd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    fcntl(*snd, F_SETFL, O_NONBLOCK);
-    fcntl(*rcv, F_SETFL, O_NONBLOCK);
-    rc = 0;
-cleanup:
-    if (lfd >= 0) {
-        close(lfd);
-    }
-    return rc;
-}
-
 /* A "device" provider: host memory reachable only through copies (map hidden), like a GPU
  * pool, so that the emulation's bounce path runs without a GPU. */
 static int dev_copy_in(struct devmem_region *r, size_t off, const void *src, size_t len,
@@ -193,7 +156,7 @@ static void run_xfer(struct xfer *x)
     rc |= k->ops->bind_rx(k, &req, &rx_id, &err);
     CHECK(0 == rc && tx_id >= 1 && rx_id >= 1 && tx_id != rx_id,
           "%s: bind-tx id %u, bind-rx id %u", x->name, tx_id, rx_id);
-    rc = tcp_pair(&snd, &rcv, &port, 1);
+    rc = tcp_pair(&snd, &rcv, &port, TCP_PAIR_ZEROCOPY | TCP_PAIR_NONBLOCK);
     CHECK(0 == rc, "%s: loopback TCP pair, receiver port %u", x->name, port);
     {
         int sb = 32768; /* a small send buffer, so that sends come back short */
@@ -393,7 +356,7 @@ static void contract(void)
     devmem_region_alloc(&txr, &devmem_provider_host, 1 << 20, 0, NULL);
     devmem_emul_bind_rx(e, &pool, &rx_id, NULL);
     devmem_emul_bind_tx(e, &txr, &tx_id, NULL);
-    tcp_pair(&snd, &rcv, &port, 0);
+    tcp_pair(&snd, &rcv, &port, TCP_PAIR_NONBLOCK);
     devmem_emul_steer(e, port, rx_id, NULL);
     for (i = 0; i < sizeof(buf); i++) {
         buf[i] = pattern(i + 5);
@@ -590,7 +553,7 @@ static void contract(void)
         int s2, r2;
         uint16_t p2;
 
-        tcp_pair(&s2, &r2, &p2, 0);
+        tcp_pair(&s2, &r2, &p2, TCP_PAIR_NONBLOCK);
         devmem_emul_steer(e, p2, rx2, NULL); /* rx_id was unbound above */
         n = write(s2, buf, 4096);
         usleep(20000);

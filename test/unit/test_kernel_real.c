@@ -19,36 +19,7 @@
 #include "kernel.h"
 
 #include "check.h"
-
-static int tcp_pair(int *snd, int *rcv, int zerocopy)
-{
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int lfd = socket(AF_INET, SOCK_STREAM, 0), rc = -1;
-
-    *snd = *rcv = -1;
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (lfd < 0 || 0 != bind(lfd, (struct sockaddr *) &a, sizeof(a)) || 0 != listen(lfd, 1) ||
-        0 != getsockname(lfd, (struct sockaddr *) &a, &al)) {
-        goto cleanup;
-    }
-    *snd = socket(AF_INET, SOCK_STREAM, 0);
-    if (zerocopy && 0 != devmem_tx_socket_setup(*snd, NULL, NULL)) {
-        goto cleanup;
-    }
-    if (0 != connect(*snd, (struct sockaddr *) &a, sizeof(a))) {
-        goto cleanup;
-    }
-    *rcv = accept(lfd, NULL, NULL);
-    rc = *rcv < 0 ? -1 : 0;
-cleanup:
-    if (lfd >= 0) {
-        close(lfd);
-    }
-    return rc;
-}
+#include "tcp_pair.h"
 
 static void on_release(void *ctx, uint64_t cookie, size_t bytes)
 {
@@ -66,7 +37,7 @@ int main(void)
     ssize_t n;
     size_t i;
 
-    if (0 != tcp_pair(&snd, &rcv, 0)) {
+    if (0 != tcp_pair(&snd, &rcv, NULL, 0)) {
         printf("FAIL loopback TCP pair\n");
         return 1;
     }
@@ -140,7 +111,7 @@ int main(void)
     close(rcv);
 
     /* devmem send with an id nobody bound; MSG_ZEROCOPY completions */
-    if (0 != tcp_pair(&snd, &rcv, 1)) {
+    if (0 != tcp_pair(&snd, &rcv, NULL, TCP_PAIR_ZEROCOPY)) {
         printf("FAIL loopback TCP pair with SO_ZEROCOPY\n");
         return 1;
     }
