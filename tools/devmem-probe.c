@@ -16,15 +16,10 @@
 #include "nic.h"
 #include "uapi.h"
 
-/* The memory providers, when the kernel layer has them (PROBE_NO_PROVIDERS: build without). */
-#if defined(__has_include) && !defined(PROBE_NO_PROVIDERS)
-#if __has_include("dmabuf.h")
+/* The memory providers: what can export a dmabuf here. */
 #include "cudrv.h"
 #include "dmabuf.h"
 #include "locality.h"
-#define PROBE_HAVE_PROVIDERS 1
-#endif
-#endif
 
 #include <errno.h>
 #include <glob.h>
@@ -51,10 +46,8 @@ struct probe_fd {
     int fd;
     int is_memfd;
     char source[256]; /* how it was made, for the report */
-#ifdef PROBE_HAVE_PROVIDERS
     struct devmem_region region;
     int have_region;
-#endif
 };
 
 static void usage(FILE *out)
@@ -115,7 +108,6 @@ static void report_gpus(void)
         printf("GPUs: %s%s%s%s%s\n", nv, n_nv && (n_dri || n_kfd) ? " " : "", dri,
                n_dri && n_kfd ? " " : "", kfd);
     }
-#ifdef PROBE_HAVE_PROVIDERS
     {
         static const char *const names[] = {"cuda", "drm", "udmabuf"};
 
@@ -135,16 +127,12 @@ static void report_gpus(void)
             }
         }
     }
-#else
-    printf("  dmabuf provider check: not built in (no devmem/dmabuf.h providers in this build)\n");
-#endif
 }
 
 /* Per GPU, how far each interface is on the PCI topology: where several could carry devmem,
  * the component gives the device path to the nearest (btl_devmem_near). */
 static void report_locality(const char *only)
 {
-#ifdef PROBE_HAVE_PROVIDERS
     struct if_nameindex *ifs = NULL;
     struct devmem_topo *topo = NULL;
     struct devmem_err e;
@@ -182,7 +170,6 @@ static void report_locality(const char *only)
     }
     if_freenameindex(ifs);
     devmem_topo_close(topo);
-#endif
 }
 
 /* A real dmabuf where an exporter works, else a memfd. */
@@ -192,7 +179,6 @@ static void make_fd(struct probe_fd *pf)
 
     memset(pf, 0, sizeof(*pf));
     pf->fd = -1;
-#ifdef PROBE_HAVE_PROVIDERS
     {
         static const char *const names[] = {"udmabuf", "cuda", "drm"};
         size_t used = 0;
@@ -223,9 +209,6 @@ static void make_fd(struct probe_fd *pf)
             return;
         }
     }
-#else
-    snprintf(why, sizeof(why), "no dmabuf providers built in");
-#endif
     pf->fd = memfd_create("devmem-probe", MFD_CLOEXEC);
     if (pf->fd >= 0 && 0 != ftruncate(pf->fd, PROBE_DMABUF_SIZE)) {
         close(pf->fd);
@@ -242,12 +225,10 @@ static void make_fd(struct probe_fd *pf)
 
 static void release_fd(struct probe_fd *pf)
 {
-#ifdef PROBE_HAVE_PROVIDERS
     if (pf->have_region) {
         devmem_region_release(&pf->region);
         pf->fd = -1;
     }
-#endif
     if (pf->fd >= 0) {
         close(pf->fd);
     }
