@@ -91,110 +91,172 @@ static double median_gbps(double *t, int runs, size_t bytes)
     return (double) bytes / t[runs / 2] / 1e9;
 }
 
-int main(int argc, char **argv)
-{
-    static const size_t sizes[] = {1024, 4096, 16384, 65536};
-    struct devmem_err err;
-    size_t total = (size_t) 64 << 20;
-    int runs = 11, unaligned = 0, opt, n = 0, failed = 0;
-    uint64_t pool = 0, dst = 0;
+/* What every measurement shares: the GPU pool (and its host copy, the reference), the
+ * destination, and the run's settings. */
+struct bench {
+    size_t total;
+    int runs, unaligned;
+    uint64_t pool, dst;
     unsigned char *pool_host, *want, *got;
+};
 
+static int parse_args(struct bench *b, int argc, char **argv)
+{
+    int opt;
+
+    b->total = (size_t) 64 << 20;
+    b->runs = 11;
+    b->unaligned = 0;
     while (-1 != (opt = getopt(argc, argv, "t:r:u"))) {
         switch (opt) {
-        case 't': total = (size_t) strtoul(optarg, NULL, 10) << 20; break;
-        case 'r': runs = atoi(optarg); break;
-        case 'u': unaligned = 1; break;
+        case 't': b->total = (size_t) strtoul(optarg, NULL, 10) << 20; break;
+        case 'r': b->runs = atoi(optarg); break;
+        case 'u': b->unaligned = 1; break;
         default:
             fprintf(stderr, "usage: %s [-t TOTAL_MIB] [-r RUNS] [-u]\n", argv[0]);
             return 2;
         }
     }
-    if (runs < 1 || runs > 1000 || total < (1u << 20) || total > POOL / 2) {
+    if (b->runs < 1 || b->runs > 1000 || b->total < (1u << 20) || b->total > POOL / 2) {
         fprintf(stderr, "gather_bench: runs 1..1000, total 1..%zu MiB\n", POOL / 2 >> 20);
         return 2;
     }
+    return 0;
+}
+
+/* The pool on GPU 0 filled with random bytes, kept on the host too as the reference. 0, 77
+ * without a GPU, 1 on an error. */
+static int setup(struct bench *b)
+{
+    struct devmem_err err;
+    int n = 0;
+
     if (0 != devmem_cuda_device_count(&n, &err)) {
         printf("gather_bench: SKIP: %s\n", err.msg);
         return 77;
     }
-    if (0 != devmem_cuda_alloc(0, POOL, &pool, &err) ||
-        0 != devmem_cuda_alloc(0, total, &dst, &err)) {
+    b->pool_host = malloc(POOL);
+    b->want = malloc(b->total);
+    b->got = malloc(b->total);
+    if (NULL == b->pool_host || NULL == b->want || NULL == b->got) {
+        fprintf(stderr, "gather_bench: out of memory\n");
+        return 1;
+    }
+    if (0 != devmem_cuda_alloc(0, POOL, &b->pool, &err)
+        || 0 != devmem_cuda_alloc(0, b->total, &b->dst, &err)) {
         fprintf(stderr, "gather_bench: %s\n", err.msg);
         return 1;
     }
-    pool_host = malloc(POOL);
-    want = malloc(total);
-    got = malloc(total);
     for (size_t i = 0; i < POOL; i++) {
-        pool_host[i] = (unsigned char) (next() >> 40);
+        b->pool_host[i] = (unsigned char) (next() >> 40);
     }
-    if (0 != devmem_cuda_copy(0, (void *) (uintptr_t) pool, pool_host, POOL, &err)) {
+    if (0 != devmem_cuda_copy(0, (void *) (uintptr_t) b->pool, b->pool_host, POOL, &err)) {
         fprintf(stderr, "gather_bench: %s\n", err.msg);
         return 1;
     }
-    printf("# gather of %zu MiB from a %zu MiB GPU pool, %s pieces, median of %d runs\n",
-           total >> 20, POOL >> 20, unaligned ? "unaligned" : "16-byte aligned", runs);
-    printf("%-8s %8s %12s %12s %12s %10s\n", "frag", "pieces", "kernel_GB/s", "memcpy_GB/s",
-           "plain_GB/s", "kernel/plain");
-    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]) && !failed; s++) {
-        size_t max = total / (sizes[s] / 2) + 1, np;
-        struct devmem_copy *ops = malloc(max * sizeof(*ops)), whole;
-        double *tk = malloc(sizeof(double) * (size_t) runs), *tm = malloc(sizeof(double) * (size_t) runs);
-        double *tp = malloc(sizeof(double) * (size_t) runs);
-        size_t bytes = 0;
+    return 0;
+}
 
-        np = make_pieces(ops, max, pool, dst, sizes[s], total, unaligned);
+/* One gather of the pieces after a cleared destination, compared byte for byte with the
+ * host reference (the first launch also loads the kernel: a warm-up). 0 or 1. */
+static int check_gather(struct bench *b, struct devmem_copy *ops, size_t np, size_t size)
+{
+    struct devmem_err err;
+    size_t bytes = 0;
+
+    for (size_t i = 0; i < np; i++) {
+        memcpy(b->want + bytes, b->pool_host + ((uintptr_t) ops[i].src - b->pool), ops[i].len);
+        bytes += ops[i].len;
+    }
+    if (0 != devmem_cuda_memset(0, b->dst, 0, b->total, &err)
+        || 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err)
+        || 0 != devmem_cuda_copy(0, b->got, (const void *) (uintptr_t) b->dst, bytes, &err)) {
+        fprintf(stderr, "gather_bench: %s\n", err.msg);
+        return 1;
+    }
+    if (0 != memcmp(b->want, b->got, bytes)) {
+        fprintf(stderr, "gather_bench: the gather of %zu-byte pieces is WRONG\n", size);
+        return 1;
+    }
+    return 0;
+}
+
+/* The three ways, interleaved run by run so that a slow moment hits all of them; one
+ * printed row of medians. 0 or 1. */
+static int measure(struct bench *b, size_t size)
+{
+    size_t max = b->total / (size / 2) + 1, np, bytes = 0;
+    struct devmem_copy *ops = malloc(max * sizeof(*ops)), whole;
+    double *tk = malloc(sizeof(double) * (size_t) b->runs);
+    double *tm = malloc(sizeof(double) * (size_t) b->runs);
+    double *tp = malloc(sizeof(double) * (size_t) b->runs);
+    struct devmem_err err;
+    int failed = NULL == ops || NULL == tk || NULL == tm || NULL == tp;
+
+    if (!failed) {
+        np = make_pieces(ops, max, b->pool, b->dst, size, b->total, b->unaligned);
         for (size_t i = 0; i < np; i++) {
-            memcpy(want + bytes, pool_host + ((uintptr_t) ops[i].src - pool), ops[i].len);
             bytes += ops[i].len;
         }
-        whole.dst = (void *) (uintptr_t) dst;
-        whole.src = (const void *) (uintptr_t) pool;
+        whole.dst = (void *) (uintptr_t) b->dst;
+        whole.src = (const void *) (uintptr_t) b->pool;
         whole.len = bytes;
-        /* warm up (loads the kernel), then check the result */
-        if (0 != devmem_cuda_memset(0, dst, 0, total, &err) ||
-            0 != devmem_cuda_copy_batch(0, ops, np, 1, &err) ||
-            0 != devmem_cuda_copy(0, got, (const void *) (uintptr_t) dst, bytes, &err)) {
-            fprintf(stderr, "gather_bench: %s\n", err.msg);
-            failed = 1;
-            break;
-        }
-        if (0 != memcmp(want, got, bytes)) {
-            fprintf(stderr, "gather_bench: the gather of %zu-byte pieces is WRONG\n", sizes[s]);
-            failed = 1;
-            break;
-        }
-        for (int r = 0; r < runs && !failed; r++) {
-            double t0 = now();
-            failed |= 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err);
-            tk[r] = now() - t0;
-            t0 = now();
-            failed |= 0 != devmem_cuda_copy_batch(0, ops, np, 0, &err);
-            tm[r] = now() - t0;
-            t0 = now();
-            failed |= 0 != devmem_cuda_copy_batch(0, &whole, 1, 0, &err);
-            tp[r] = now() - t0;
-        }
+        failed = check_gather(b, ops, np, size);
+    }
+    for (int r = 0; r < b->runs && !failed; r++) {
+        double t0 = now();
+
+        failed |= 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err);
+        tk[r] = now() - t0;
+        t0 = now();
+        failed |= 0 != devmem_cuda_copy_batch(0, ops, np, 0, &err);
+        tm[r] = now() - t0;
+        t0 = now();
+        failed |= 0 != devmem_cuda_copy_batch(0, &whole, 1, 0, &err);
+        tp[r] = now() - t0;
         if (failed) {
             fprintf(stderr, "gather_bench: %s\n", err.msg);
-            break;
         }
-        {
-            double k = median_gbps(tk, runs, bytes), m = median_gbps(tm, runs, bytes);
-            double p = median_gbps(tp, runs, bytes);
-
-            printf("%-8zu %8zu %12.1f %12.1f %12.1f %10.2f\n", sizes[s], np, k, m, p, k / p);
-        }
-        free(ops);
-        free(tk);
-        free(tm);
-        free(tp);
     }
-    devmem_cuda_free(0, pool);
-    devmem_cuda_free(0, dst);
-    free(pool_host);
-    free(want);
-    free(got);
+    if (!failed) {
+        double k = median_gbps(tk, b->runs, bytes), m = median_gbps(tm, b->runs, bytes);
+        double p = median_gbps(tp, b->runs, bytes);
+
+        printf("%-8zu %8zu %12.1f %12.1f %12.1f %10.2f\n", size, np, k, m, p, k / p);
+    }
+    free(ops);
+    free(tk);
+    free(tm);
+    free(tp);
     return failed;
+}
+
+int main(int argc, char **argv)
+{
+    static const size_t sizes[] = {1024, 4096, 16384, 65536};
+    struct bench b = {0};
+    int rc = parse_args(&b, argc, argv);
+
+    if (0 == rc) {
+        rc = setup(&b);
+    }
+    if (0 == rc) {
+        printf("# gather of %zu MiB from a %zu MiB GPU pool, %s pieces, median of %d runs\n",
+               b.total >> 20, POOL >> 20, b.unaligned ? "unaligned" : "16-byte aligned", b.runs);
+        printf("%-8s %8s %12s %12s %12s %10s\n", "frag", "pieces", "kernel_GB/s",
+               "memcpy_GB/s", "plain_GB/s", "kernel/plain");
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]) && 0 == rc; s++) {
+            rc = measure(&b, sizes[s]);
+        }
+    }
+    if (0 != b.pool) {
+        devmem_cuda_free(0, b.pool);
+    }
+    if (0 != b.dst) {
+        devmem_cuda_free(0, b.dst);
+    }
+    free(b.pool_host);
+    free(b.want);
+    free(b.got);
+    return rc;
 }
