@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by mpi_bench and tcp_bench: see bench_util.h. */
 #include "bench_util.h"
 

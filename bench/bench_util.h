@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the MPI benchmark (mpi_bench) and the raw TCP ceiling (tcp_bench) share, so that
  * their figures are taken the same way and printed in one format that bench/run.sh reads:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gather_bench: how fast the receive path moves fragments out of a GPU RX pool.
  *

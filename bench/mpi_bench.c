@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI point-to-point benchmarks in the style of the OSU micro-benchmarks, so that btl/devmem
  * and btl/tcp are measured by the same code in the same run (bench/run.sh):

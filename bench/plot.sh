@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # PNG plots of bench/run.sh results with gnuplot: for every setting, yield and kind, the
 # median of each transport against the message size (log-log).
 # Usage: bench/plot.sh results.csv OUTDIR

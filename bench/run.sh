@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # btl/devmem against btl/tcp and raw TCP, interleaved in one run, with medians, spreads and
 # ratios per size. Not part of the test suite; never asserts a timing.
 #
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
         --limit) limit=$2; shift ;;
         --netpipe) netpipe=1 ;;
         --out) out=$2; shift ;;
-        -h | --help) sed -n '2,/^set -u/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
+        -h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/SPDX-License-Identifier/d' -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
         *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The table of bench/run.sh from its results.csv: per setting, yield and kind, the median of
 # each transport per size with its spread ((max - min) / median over the repetitions), and the
 # ratios devmem/tcp and devmem/raw TCP (busy).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The raw TCP ceiling for bench/run.sh: the same ping-pong (lat) and windowed streaming (bw)
  * patterns as mpi_bench, on one plain TCP connection, with the same size list, iteration counts

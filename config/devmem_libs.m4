@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 dnl DEVMEM_FIND_LIBS: the optional libraries of the kernel layer.
 dnl Each is used where present and reported in the summary; none is required to build.
 AC_DEFUN([DEVMEM_FIND_LIBS], [

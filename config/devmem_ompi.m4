@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 dnl DEVMEM_FIND_OMPI: locate an installed Open MPI with its developer headers.
 dnl
 dnl Found from --with-ompi=PREFIX (bin/mpicc under it) or the mpicc on PATH. Open MPI 5's

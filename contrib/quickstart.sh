@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # btl_devmem quickstart, for a Debian 12 machine (run as root, or with sudo for apt).
 #
 #   contrib/quickstart.sh demo    install what is missing, build, run a 2-rank bandwidth and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs the btl/devmem test suite:
 #   every executable $DEVMEM_BUILD/test/unit/test_*   (unit tests, built by `make check`)
 #   every script      <source>/test/*/test_*.sh       (mpi, net, gpu, ...)
@@ -38,7 +39,7 @@ tail_lines=${DEVMEM_TEST_TAIL:-40}
 logdir=$DEVMEM_BUILD/test-logs
 
 if [ $# -gt 1 ] || [ "$filter" = "-h" ] || [ "$filter" = "--help" ]; then
-    sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'
+    sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e '/SPDX-License-Identifier/d' -e 's/^# \{0,1\}//'
     exit 2
 fi
 if ! mkdir -p "$logdir"; then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * devmem-probe: what this host offers for Linux device-memory TCP, interface by interface,
  * with the kernel's own words for every refusal, and a one-line verdict per interface.

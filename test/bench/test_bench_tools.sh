@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The benchmark tools keep working on loopback: a one-repetition bench/run.sh, which runs
 # mpi_bench (every kind, btl devmem and tcp) and tcp_bench (busy and blocking), each with its data
 # validation on (a wrong byte aborts with a non-zero status and leaves the figures short), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The component's Makefile.am lists the kernel layer's files again for the build inside an
 # Open MPI tree (kernel_sources); devmem/Makefile.am has them for this project's build
 # (libdevmem_la_SOURCES). The two lists must name the same files, and every source file of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # One list of counters (btl_devmem_stats.h) makes the struct, the stats line and the MPI_T
 # variables; the README's table of keys (the one headed "| key | meaning |") is prose and
 # follows it by hand: this says where it does not, key by key and in order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the fuzz targets share: a promise the code under test makes, checked on every input.
  * A broken one aborts, so libFuzzer keeps the input that broke it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the helper protocol's parser (devmem_helper_parse), fed what a hostile
  * local client could write to the helper's socket: a stream of messages, with any number of

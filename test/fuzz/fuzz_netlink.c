@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the netlink reply parsers (family lookup, bind, dev-get, queue dump,
  * and the attribute walker under them), fed replies a misbehaving or newer kernel could

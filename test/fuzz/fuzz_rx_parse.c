@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the devmem control-message parser (devmem_rx_parse), fed control buffers
  * that a kernel bug, a different kernel version or memory corruption could hand it.

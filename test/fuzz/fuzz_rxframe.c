@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the receive framing of a control connection (btl_devmem_rxframe.c), fed
  * what a broken or hostile peer could send, in reads of sizes the input chooses too, with a

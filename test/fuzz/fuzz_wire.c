@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the wire protocol's checks (btl_devmem_hdr.h), fed what a stranger or a
  * broken peer could put on a control connection: a hello, then fragment headers.

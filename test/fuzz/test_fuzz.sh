@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A bounded libFuzzer run of each parser target (test/fuzz/fuzz_*.c, built by the sanitizer
 # build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 12). A crash, a sanitizer
 # report or a broken promise fails the step and keeps the input that did it; the executions

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI point-to-point with CUDA buffers (D D, D H, H D) through btl_devmem, with the Open MPI
 # parameter set for GPU buffers (contrib/devmem-device-buffers.conf: every non-empty
 # message by RGET), the emulated kernel ABI, and the RX pool in GPU memory (a real CUDA

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # devmem-helperd end to end: the helper as root, ranks and hostile clients as other users.
 #   1. hostile clients against a helper on the emulated kernel (test/unit/helperd_clients):
 #      garbage, wrong versions, oversized and truncated messages, wrong descriptors, a

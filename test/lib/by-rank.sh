@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # by-rank.sh 'VAR=V ...' 'VAR=V ...' ... -- PROGRAM ARGS...
 # Runs PROGRAM with the N-th set of variables in rank N of MPI_COMM_WORLD: one environment per
 # rank without an MPMD launch (mpirun A : B), which Debian 13's Open MPI 5.0.7 (PRRTE 3.0)

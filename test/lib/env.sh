@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the tests, the demo and the benchmarks: where the build is, how to point
 # Open MPI at the freshly installed component, and a bounded mpirun.
 #

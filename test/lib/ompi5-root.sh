@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A Debian 13 (trixie) root with Open MPI 5.0 from Debian's own packages, for the check's
 # second leg: Debian 12 has only Open MPI 4.1, and trixie's 5.0 binaries need glibc 2.38.
 #
@@ -109,7 +110,7 @@ case "${1:-}" in
         ;;
     remove) rm -rf "$root" ;;
     *)
-        sed -n '2,/^set -e/p' "$0" | sed -e '/^set -e/d' -e 's/^# \{0,1\}//'
+        sed -n '2,/^set -e/p' "$0" | sed -e '/^set -e/d' -e '/SPDX-License-Identifier/d' -e 's/^# \{0,1\}//'
         exit 2
         ;;
 esac

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # The sanitizer builds, shared by test/sanitize and test/fuzz: the whole tree compiled by clang
 # with AddressSanitizer and UndefinedBehaviorSanitizer (every report fatal), plus the libFuzzer

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Sourced by the test scripts (test/*/test_*.sh), after nothing else: it sources env.sh.
 #

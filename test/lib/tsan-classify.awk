@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sorts ThreadSanitizer reports (the text between its "==================" lines) into:
 #   ours      a racing access, or a lock taken, whose first frame outside the sanitizer's
 #             interceptors is in our source tree (OURS, a path fragment): a failure

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The environment modules that `make install` writes (PREFIX/share/modulefiles/btl_devmem), with
 # environment-modules (Tcl) and with Lmod (Lua). Debian's lmod conflicts with
 # environment-modules, so Lmod runs from its package unpacked here (apt-get download; its Lua

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPI_ANY_SOURCE / MPI_ANY_TAG receives, MPI_Probe and MPI_Iprobe with MPI_Get_count checks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Collectives with checked results:
  *   MPI_Bcast from every root, sizes from 1 B to -m (default 4 MiB);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for the btl/devmem MPI test programs (see common.h). */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Point-to-point with GPU buffers: rank 0's buffers live in memory of kind -a, rank 1's in
  * memory of kind -b (D: CUDA device memory, H: host memory); rank 0 sends every size to

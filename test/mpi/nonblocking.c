@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Many non-blocking messages in flight: every rank sends -n messages (default 100) of mixed sizes
  * (mostly small, some medium, a few up to -m, default 1 MiB) to every other rank with MPI_Isend,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ping-pong between every pair of ranks over sizes from 0 B to -m (default 64 MiB), including odd
  * sizes around every power of two, with each received byte checked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The component's counters as MPI_T performance variables, read during a run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slowreader: a peer busy outside MPI is not a dead peer.
  *

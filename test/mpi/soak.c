@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * soak: random traffic for a given time, every byte checked.
  *

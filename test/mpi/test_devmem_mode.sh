@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # btl_devmem_mode and btl_devmem_kernel decide, per interface, whether the device path is used,
 # and say why not. On this machine the real kernel refuses bind-rx on every interface (no
 # devmem-capable NIC), so:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Collectives with checked results: Bcast, Allreduce (exact integer sums), Alltoallv with
 # irregular counts, Allgather. 2, 3 and 4 ranks on this host.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Strided derived datatypes (MPI_Type_vector), small, large and many tiny blocks; the gaps of the
 # receive buffer must stay untouched. 2, 3 and 4 ranks on this host.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A rank killed with SIGKILL in the middle of a 4-rank ping-pong: mpirun must exit non-zero
 # within 30 s, and a survivor must name the lost peer. Never a hang. Once on the host path,
 # once with device flows (emulated kernel). Loopback only.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The device path end to end on one host, through the emulated kernel ABI: every large get
 # travels on a device flow, lands in the receiver's RX pool in scattered fragments with
 # tokens, is copied out into the MPI buffer and its tokens go back with SO_DEVMEM_DONTNEED.

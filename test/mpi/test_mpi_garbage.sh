@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Garbage from a connected peer: rank 0 spoils one of its frames on a live connection
 # (btl_devmem_fault: an unknown frame type, a length beyond every limit, half a header and
 # then the connection shut). Rank 1 must close that connection with an error that says what

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Message matching: MPI_ANY_SOURCE/ANY_TAG, MPI_Probe/MPI_Iprobe with MPI_Get_count, and
 # unexpected messages (eager and rendezvous sizes sent before any receive is posted), at 2, 3
 # and 4 ranks on this host.

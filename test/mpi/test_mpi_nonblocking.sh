@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hundreds of MPI_Isend/MPI_Irecv of mixed sizes (0 B to 1 MiB) in flight between all ranks,
 # completed by MPI_Waitall, at 2, 3 and 4 ranks on this host.
 set -u

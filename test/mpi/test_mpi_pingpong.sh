@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Ping-pong with checked data, 0 B up to 64 MiB (odd sizes around every power of two), between
 # every pair of ranks, at 2, 3 and 4 ranks on this host.
 # BTL: ${DEVMEM_TEST_BTL:-devmem,self}; extra mpirun arguments: $DEVMEM_TEST_MCA.

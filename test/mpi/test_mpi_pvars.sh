@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The counters as MPI_T performance variables (pvars.c): found by name with the right class,
 # read before and after a validated exchange, grown by at least what it moved; the last
 # reading must not exceed what the btl_devmem_stats line says at finalize (the line counts

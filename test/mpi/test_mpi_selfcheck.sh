@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The suite's own alarm: with -x, rank 0 spoils one byte of the first payload it sends (with -X SIZE,
 # of the first payload of at least SIZE bytes, i.e. a large, rendezvous-size message), and the
 # receiving rank must report the mismatch (rank, offset, expected, got) and the job must fail.

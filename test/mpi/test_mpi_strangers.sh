@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Strangers on our listen ports during a running, validated job: each connection that sends
 # nothing, garbage, a hello with the right magic but a wrong secret, or stays silent past
 # the handshake timeout must be dropped and counted (conn_refused), and the job must finish

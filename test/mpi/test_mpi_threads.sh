@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI_THREAD_MULTIPLE on one host: 4 threads per rank sending and receiving concurrently to
 # every other rank, connections first made by one thread while others move data (threads.c),
 # every byte checked; on the host path at 2, 3 and 4 ranks, then on the emulated device path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Several threads per rank sending to and receiving from every other rank at once
  * (MPI_THREAD_MULTIPLE), every byte checked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unexpected messages: every rank sends every other rank a set of messages (0 B up to -m,
  * default 4 MiB, so both eager and rendezvous sizes) on MPI_COMM_WORLD and on a duplicate of it,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Strided derived datatypes (MPI_Type_vector): a small and a large message, plus one with many
  * tiny blocks, between every pair of ranks (round-robin pairs, both directions), as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Open MPI launch agent for the two-namespace harness (test/net/netns.sh): mpirun calls it in
 # place of ssh (--mca plm_rsh_agent), as
 #     netns-agent.sh HOSTNAME COMMAND...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Two "hosts" on one machine: two network namespaces joined by a veth pair, for MPI runs that
 # cross a real (virtual) link. Sourced by test/net/test_*.sh, after test/lib/testlib.sh.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The real kernel on devices without devmem support: bind-rx and bind-tx must fail with
 # EOPNOTSUPP and report the kernel's extack (its words, or the attribute it flagged), and
 # devmem-probe must say plainly that devmem is unsupported there, in the same words.

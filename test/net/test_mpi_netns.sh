@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI across two "hosts": two network namespaces joined by a veth pair (test/net/netns.sh), mpirun
 # in the first, the second host's daemon started through our launch agent. Checks that the ranks
 # really run on two differently named nodes, runs the MPI test programs with checked data at

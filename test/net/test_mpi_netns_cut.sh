@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A cut link: two namespaced "hosts" joined by two veth pairs, Open MPI's out-of-band on the
 # first, btl/devmem on the second (a management network and a data network). The data link
 # is taken down in the middle of a ping-pong: no FIN, no reset, packets just stop. A rank

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The device path across two namespaced "hosts" (see test_mpi_netns.sh) through the emulated
 # kernel ABI: device flows cross the veth, each receiver steers its device-flow port into its
 # own RX pool, and every rank returns every token. btl_devmem_mode require, so a rank that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # IPv6 between two namespaced "hosts" (see test_mpi_netns.sh): a second veth with IPv6
 # addresses only (2001:db8:1::1 and ::2, /64), the BTL restricted to it while Open MPI's own
 # out-of-band traffic stays on the first, IPv4, veth. The host path and the emulated device

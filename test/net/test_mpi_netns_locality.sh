@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # NIC locality across two namespaced "hosts" joined by two veth pairs (see netns.sh), through
 # the emulated kernel. A made-up topology (test/unit/data/topo-two-sockets.xml, read through
 # btl_devmem_topology) puts the second link under the GPU's PCIe switch and the first on the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI across two namespaced "hosts" (see test_mpi_netns.sh) with the veth shaped by a token
 # bucket (tc tbf, 1 Gbit/s) at both ends: packets queue and are released in bursts, as on a slow
 # real link. Moderate sizes keep it short. Also checks that the shaper really carried the traffic.

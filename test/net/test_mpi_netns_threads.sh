@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # MPI_THREAD_MULTIPLE across two namespaced "hosts" (see test_mpi_netns.sh): threads.c with
 # several threads per rank, each talking to every other rank at once over the veth; on the
 # host path (1+1 and 2+2 ranks), then on the emulated device path (btl_devmem_mode require,

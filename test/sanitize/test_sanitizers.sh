@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The code under AddressSanitizer and UndefinedBehaviorSanitizer (test/lib/sanitize.sh): every
 # unit test of the sanitizer build, then validated 2-rank MPI runs with the sanitized component
 # (host path, and the emulated device path with devmem TX from host memory, so that the frame

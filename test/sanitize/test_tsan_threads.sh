@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The thread model under ThreadSanitizer: the component built by clang with -fsanitize=thread
 # (test/lib/sanitize.sh), the validated MPI_THREAD_MULTIPLE program threads.c linked with the
 # runtime (its exit status the program's: the reports are judged here), at 2 and 3 ranks on the host path and 2 on the emulated device path. Every report

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Soak (not part of the check; run by hand): random traffic for SECONDS (default 600) between
 # 2+2 ranks on two namespaced hosts (test/net/netns.sh), the veth shaped with tbf, through the
 # emulated device path. test/mpi/soak checks every byte; this script then wants the token

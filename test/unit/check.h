@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The unit tests' one assertion: print "ok" or "FAIL" and the description for every check,
  * count the failures, and turn the count into the exit status (0 pass, 1 fail).

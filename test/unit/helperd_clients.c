@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Clients of a running devmem-helperd, good and hostile: run by test/helper/test_helperd.sh
  * against a helper started with --kernel emulated and the policy that script writes

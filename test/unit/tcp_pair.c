@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A connected loopback TCP pair (tcp_pair.h). */
 #include "tcp_pair.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A connected loopback TCP pair for the unit tests that drive the kernel layer's sockets. */
 #ifndef DEVMEM_TEST_TCP_PAIR_H
 #define DEVMEM_TEST_TCP_PAIR_H

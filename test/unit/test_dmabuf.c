@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory providers: the host provider round-trips data; udmabuf, cuda and drm either work
  * (and then round-trip data through a real dmabuf) or say why they cannot here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated devmem kernel ABI end to end over loopback TCP: a known pattern sent with the
  * emulated TX from a memfd region, received with the emulated RX into a scattered pool,

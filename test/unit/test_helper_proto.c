@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The helper protocol's codec: every message type round-trips; every way a hostile or
  * broken client can get a field wrong is refused with a reason; a message that has not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Interface selection: if_include / if_exclude by name and CIDR of both families, bad
  * entries, the family picked per interface, the subnet test used to pair addresses, and the

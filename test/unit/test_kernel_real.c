@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The real kernel (6.12+ with CONFIG_NET_DEVMEM): SO_DEVMEM_DONTNEED and
  * recvmsg(MSG_SOCK_DEVMEM) on plain loopback TCP behave as the reference says; a devmem

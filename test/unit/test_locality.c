@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * NIC locality: on a made-up two-socket GPU node (data/topo-two-sockets.xml) every class of
  * PCI path between the GPU and a NIC comes out as built; unknown devices and interfaces, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of the netlink codec (devmem/netlink.c): requests are built into byte buffers
  * and checked attribute by attribute; replies are synthesised and parsed, including

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * NIC setup (devmem/nic.c): the pure encoders (ethtool flow spec, ethtool netlink rings
  * request and reply) checked field by field, then each NIC step against the real kernel on

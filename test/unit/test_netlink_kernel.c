@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The netdev netlink calls against the running kernel, on an interface without devmem
  * support (default lo; -i IFNAME for another, e.g. a veth inside a test namespace):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Token ranges and the token ledger against a fake kernel that enforces the
  * SO_DEVMEM_DONTNEED contract (<= 128 ranges, <= 1024 frags looked at, unknown tokens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The devmem cmsg parser on synthetic control buffers: valid dmabuf, linear, mixed, none,
  * truncated, MSG_CTRUNC, unknown type, bad lengths, size-sum mismatch; and how a receive's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive framing (btl_devmem_rxframe.c): a stream of valid frames of every type and many
  * sizes, around the read-ahead's capacity and far beyond it, fed in 1-byte reads, reads of

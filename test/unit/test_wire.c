@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The btl_devmem wire protocol: hello and fragment-header checks, including everything a
  * stranger or a broken peer could send. Exit 0 pass, 1 fail.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Validated 2-rank runs with every rank under valgrind memcheck: the host path, and the emulated
 # device path with devmem TX from host memory (device flows, the RX ledger, the TX tracker).
 # An error or a definite leak with a frame in btl_devmem's code (component or kernel layer)

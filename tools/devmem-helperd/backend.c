@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the helper does to a NIC, behind one table (helperd.h):
  *   real      netdev netlink for bindings (one socket per binding: closing it unbinds),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Looking at what a client passed, off the event loop. Any call on a passed descriptor can
  * wait for as long as the client likes: closing or reading the fdinfo of a FUSE file waits

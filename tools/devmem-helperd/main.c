@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * devmem-helperd: options, the listening socket, the event loop, and --status.
  * See devmem-helperd(8) and helperd.h for the parts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The helper's policy: the configuration file, and the decisions that depend on it alone.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What each request does: the checks a bind or release must pass (the policy's interface,
  * limits and TX sharing; the passed socket and dmabuf), the choice of queues, the backend's

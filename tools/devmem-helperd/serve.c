@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The helper's clients: reading each message with the descriptors that came with it,
  * checking the client's credentials, passing its requests to requests.c, answering, and

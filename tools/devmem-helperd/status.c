@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The helper's status text: one summary line (clients=N bindings=N rules=N), then one line
  * per interface it has bound on, one per binding, and what the policy allows the asker.

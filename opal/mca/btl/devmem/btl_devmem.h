@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * btl_devmem: an Open MPI BTL over TCP sockets that moves payloads between the NIC and
  * device memory with Linux device-memory TCP where the kernel and NIC allow it.

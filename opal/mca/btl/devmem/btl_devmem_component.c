@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The component: MCA parameters, the Open MPI version check, interface selection, one
  * listen socket per module (what connects to it is btl_devmem_conn.c's), and the modex

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Connection management, both sides: the connector (connect, hello, reply), the acceptor
  * (a stranger's hello checked, its peer found, the simultaneous-connect rule), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Setting up (and undoing) each module's device path; see btl_devmem_dev.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device path of each module: which kernel interface serves it (real or emulated), the
  * RX pool and its binding, the device-flow listen socket whose port is the steering key,

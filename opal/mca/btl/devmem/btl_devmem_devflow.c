@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device flows: the connections themselves, until and after the endpoint owns them. An
  * accepted connection waits, unread, until a control connection claims it by port (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device flows: per endpoint, one extra TCP connection in each direction that carries get
  * payloads only, so that a steering rule on the receiver's device-flow port sends exactly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the three device-flow files share (not for the rest of the component):
  *   btl_devmem_devflow.c     naming: connections held until a control connection claims

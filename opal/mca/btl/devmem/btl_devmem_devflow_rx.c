@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device flows, receiving side: gets whose payload comes on the device flow, in the order
  * they were asked; devmem receives into the RX pool; the gather of each receive's fragments

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device flows, sending side: connect to the peer's device-flow port and name the
  * connection on the control connection; answer gets on it in request order, with devmem TX

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The endpoint: one TCP connection to one peer through one module. This file holds its
  * life (construction, failure, shutdown), the send queue, completions, and the dispatch

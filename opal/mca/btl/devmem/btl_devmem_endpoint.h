@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One connection to one peer through one module: its state, the send queue, the receive
  * side's framing state, pending gets. Connection states and their changes are

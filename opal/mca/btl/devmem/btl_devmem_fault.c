@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fault injection for the tests (see btl_devmem_fault.h).
  */

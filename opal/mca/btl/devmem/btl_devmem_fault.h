@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fault injection for the tests (btl_devmem_fault): one rank spoils one frame of its own, so
  * that a test can show what a peer's garbage does on the other side of a live connection:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fragment free lists. Three sizes, as in btl/tcp: eager (eager_limit bytes of payload
  * space), max (max_send_size) and user (none: the payload stays where the caller has it).

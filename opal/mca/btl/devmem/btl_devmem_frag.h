@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fragments: the unit the endpoint queues and writes. A fragment is a BTL descriptor
  * (what the PML sees) plus the wire header and an iovec cursor (what writev sees). Its

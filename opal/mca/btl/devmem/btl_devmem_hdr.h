@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * btl_devmem wire protocol: the connection handshake and the per-fragment header.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The component's use of devmem-helperd; see btl_devmem_helper.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The component's use of devmem-helperd (btl_devmem_helper = auto | off | PATH): whether this
  * process asks the helper for its bindings and steering rules, and the one connection it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Interface discovery (getifaddrs), the if_include / if_exclude rules, the family of each
  * interface, and the address helpers of both families.

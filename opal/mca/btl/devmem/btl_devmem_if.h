@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Interface discovery and selection for btl_devmem: which local addresses (IPv4 and IPv6) the
  * component listens on and publishes. Plain C (no Open MPI types) so the include/exclude

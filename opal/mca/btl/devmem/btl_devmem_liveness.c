@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Noticing a peer behind a cut link (see btl_devmem_liveness.h).
  */

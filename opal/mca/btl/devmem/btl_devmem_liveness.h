@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Noticing a peer behind a cut link (btl_devmem_peer_timeout). Once a second, every
  * connection with data in flight is asked (TCP_INFO) how long ago the peer last

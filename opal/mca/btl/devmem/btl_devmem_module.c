@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The BTL function table: what the PML calls. Data-path functions hand fragments to the
  * endpoint; nothing here touches a socket. Put and get are btl_devmem_rdma.c's.

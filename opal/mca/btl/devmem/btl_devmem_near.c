@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rank's GPU and the interfaces nearest to it (see btl_devmem_near.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The rank's GPU and how near each module's interface is to it: where several interfaces
  * could carry the device path, only the nearest get one, so that payloads cross the least

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What differs between the Open MPI series the component builds against (4.1 and 5.0), in
  * one place, so that the other files read the same for both. The series is told by the BTL

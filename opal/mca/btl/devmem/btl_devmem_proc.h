@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A peer process: its published addresses and secret (from the modex), and one endpoint
  * per local module that can reach it.

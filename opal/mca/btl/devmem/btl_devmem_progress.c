@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
 #include "btl_devmem_progress.h"
 #include "btl_devmem_watch.h"

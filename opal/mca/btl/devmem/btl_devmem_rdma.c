@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Get and put; see btl_devmem_rdma.h. A put is a PUT frame whose payload the receiver
  * writes at the address in its header. A get registers itself on the endpoint's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Get and put: the module's entry points, the GET_REQ a get sends, the GET_RESP that answers
  * one (with the staging copy out of device memory), and the receiving end of a GET_RESP on

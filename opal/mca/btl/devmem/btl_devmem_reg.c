@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory registration and the devmem TX cache (see btl_devmem_reg.h).
  */

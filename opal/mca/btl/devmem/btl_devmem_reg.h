@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory registration: what register_mem hands the PML, and the cache of device memory
  * that device-flow gets are sent from.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive framing: the read-ahead arithmetic of a control connection; see
  * btl_devmem_rxframe.h. Plain C: no Open MPI, no sockets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive framing of a control connection, without Open MPI (unit-tested and fuzzed alone).
  *

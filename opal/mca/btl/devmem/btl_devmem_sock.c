@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Socket helpers and held connections; see btl_devmem_sock.h. Nothing here knows an
  * endpoint: the connection's owner decides what a socket is for.

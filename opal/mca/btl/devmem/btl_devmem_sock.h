@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Sockets, with no endpoint in sight: making them (bound, listening, connecting), tuning
  * them, accepting on a listen socket, and holding an accepted connection for at most

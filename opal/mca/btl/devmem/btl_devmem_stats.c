@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The counters' line and their MPI_T performance variables, both from the one list in
  * btl_devmem_stats.h.

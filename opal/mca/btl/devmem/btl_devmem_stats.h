@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The component's counters, defined once. MCA_BTL_DEVMEM_STATS lists every key in the order
  * of the btl_devmem_stats line; from it come the counting struct, the line, and the MPI_T

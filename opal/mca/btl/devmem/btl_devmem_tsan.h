@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hand-offs that ThreadSanitizer cannot see. Open MPI is not built with it, so the atomic
  * instructions inside its free lists (which pass a fragment from the thread that returns it

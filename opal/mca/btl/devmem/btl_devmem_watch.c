@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Our sockets' readiness, polled from our progress function: see btl_devmem_watch.h. */
 #include "btl_devmem_watch.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Readiness of our sockets, polled straight from the component's progress function.
  *

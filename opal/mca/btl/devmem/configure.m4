@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 dnl btl/devmem built inside an Open MPI source tree: copy this directory to
 dnl opal/mca/btl/devmem of an Open MPI 5.0 tree and run its autogen.pl, which finds this
 dnl file, then configure and build Open MPI as usual. (This project's own configure.ac

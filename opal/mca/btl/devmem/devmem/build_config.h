@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the build found (HAVE_LIBMNL, HAVE_LIBDRM, HAVE_HWLOC): from this project's config.h,
  * or, inside an Open MPI source tree, from the command line (configure.m4 there), where

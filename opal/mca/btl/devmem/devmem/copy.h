@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A copier: the pieces of a gather, each from wherever it landed (an RX pool, a linear
  * buffer) to wherever it belongs (host or device memory). Host-to-host pieces are copied at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA driver at run time (see cudrv.h).
  */

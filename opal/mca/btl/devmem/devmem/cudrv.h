@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The CUDA driver, loaded at run time (dlopen of libcuda.so.1): building needs no CUDA
  * headers or libraries, and a process without an NVIDIA driver never notices.

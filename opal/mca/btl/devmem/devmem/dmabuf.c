@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory providers behind one table (see dmabuf.h). Every provider says why it cannot work
  * here rather than failing later with a bare errno.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory providers: where the memory behind a devmem binding comes from.
  *

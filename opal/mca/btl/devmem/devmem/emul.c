@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated devmem kernel ABI (see emul.h): bindings, pools, sockets and tokens, steering,
  * DONTNEED. The receive side is emul_rx.c, the send side emul_tx.c; emul_int.h is theirs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated devmem kernel ABI: the same calls the kernel offers (bind-rx, bind-tx, a
  * devmem recvmsg, SO_DEVMEM_DONTNEED, a devmem sendmsg, the zerocopy error queue), carried

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the emulated kernel's files share (emul.c: bindings, pools, sockets, tokens,
  * DONTNEED; emul_rx.c: the devmem recvmsg; emul_tx.c: the devmem sendmsg and its zerocopy

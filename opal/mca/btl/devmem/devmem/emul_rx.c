@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated devmem recvmsg (emul.c's point 4 and 5): where a steered flow's bytes land
  * in the pool, the cmsgs that say so, the tokens that hold the pages; the zerocopy error

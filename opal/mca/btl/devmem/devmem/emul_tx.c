@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated devmem sendmsg (emul.c's points 8 and 9): SCM_DEVMEM_DMABUF sends from a TX
  * binding and their zerocopy notifications.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One error report for the whole kernel layer: an errno-style code and the words that go
  * with it (the kernel's extack text, a provider's reason for being unavailable, ...).

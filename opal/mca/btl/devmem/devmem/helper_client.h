@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Asking devmem-helperd for bindings and steering rules: the client end of helper_proto.h,
  * for the component, devmem-probe and the helper's own --status.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The helper protocol's codec (see helper_proto.h).
  */

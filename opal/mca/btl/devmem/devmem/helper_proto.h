@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire protocol between ranks and devmem-helperd, the privileged helper that binds NIC
  * queues and installs steering rules for ranks without CAP_NET_ADMIN.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The two kernel-operation tables: real syscalls + netlink, and the emulation.
  */

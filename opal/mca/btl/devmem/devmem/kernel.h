@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The kernel operations the component needs, behind one table with two instances:
  *   real      the syscalls, and bind-rx/bind-tx over generic netlink (netlink.h);

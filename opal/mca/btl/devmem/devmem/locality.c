@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * PCI paths between a device and a network interface, from hwloc (see locality.h).
  */

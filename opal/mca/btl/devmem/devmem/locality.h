@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * How far a network interface is from a PCI device (the rank's GPU), read from the machine's
  * hwloc topology: the PCI path between the two, classed by what a transfer crosses. Bytes

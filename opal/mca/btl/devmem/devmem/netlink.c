@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The netdev generic netlink family over a libmnl socket: resolving the family, one
  * request and its replies at a time with a bounded wait, and the operations the component

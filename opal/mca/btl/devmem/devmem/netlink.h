@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Generic netlink for devmem: the "netdev" family (dev-get, queue-get, bind-rx, bind-tx)
  * over libmnl, with the kernel's extended-ack text passed on word for word.

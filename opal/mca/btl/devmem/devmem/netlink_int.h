@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the two netlink files share and nobody else needs: the reply callbacks and the bind
  * request builder of netlink_msg.c, which the socket side of netlink.c hands to transact.

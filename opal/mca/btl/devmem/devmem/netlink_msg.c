@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Netlink messages without a socket: attribute walking, building the netdev family's
  * requests, parsing replies and acks (extended acks included) and turning a failure into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * NIC setup for devmem RX, one step per function, as the kernel's ncdevmem does it:
  * driver name, channel counts, header split (ethtool netlink "rings"), RSS kept off the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devmem receive path: control-message parser, token ranges, token ledger, real recvmsg.
  * Kernel facts (net/ipv4/tcp.c tcp_recvmsg_dmabuf, net/core/sock.c sock_devmem_dontneed):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devmem receive: recvmsg(MSG_SOCK_DEVMEM), its control messages turned into a fragment
  * vector in stream order, and the token ledger that gives frags back with

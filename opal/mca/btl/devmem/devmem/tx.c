@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devmem transmit path: socket setup, devmem sendmsg, error-queue completions, and the
  * tracker that releases sent regions in order.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devmem transmit: sendmsg(MSG_ZEROCOPY) with one SCM_DEVMEM_DMABUF cmsg carrying the TX
  * binding id, iov_base holding byte offsets into the bound dmabuf; completions from the

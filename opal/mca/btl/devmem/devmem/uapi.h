@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Linux device-memory TCP user API: the constants and structures that the system
  * headers of Debian 12 (Linux 6.1 uapi) lack. Where the system headers define one, theirs
