@@ -14,6 +14,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_dev.h"
 #include "btl_devmem_stats.h"
+#include "btl_devmem_watch.h"
 
 #include "devmem/emul.h"
 
@@ -57,7 +58,11 @@ static uint64_t derived(int index)
         struct devmem_emul_stats es = {0};
 
         if (NULL != k && NULL != k->emul) {
-            devmem_emul_get_stats(k->emul, &es); /* what only the emulation can see */
+            /* what only the emulation can see; its counters are the progress path's, and a
+             * tool may read during the run from any thread */
+            mca_btl_devmem_dispatch_lock();
+            devmem_emul_get_stats(k->emul, &es);
+            mca_btl_devmem_dispatch_unlock();
         }
         return es.recv_pool_limited;
     }
