@@ -18,6 +18,9 @@ devmem_tsan_build
 devmem_tsan_link threads
 
 export OMPI_MCA_mca_base_component_path="$DEVMEM_TSAN_PREFIX/lib/openmpi:$DEVMEM_OMPI_PKGLIBDIR"
+# PMIx's shared-memory store (gds/shmem2, Open MPI 5) maps its segment at the address the
+# server chose, which falls inside the detector's reserved ranges: the plain hash store
+export PMIX_MCA_gds=hash
 limit=$((DEVMEM_MPI_LIMIT * 3))
 tsan_run() { # LABEL NP PROG-ARGS...
     local label=$1 np=$2 logs verdict
