@@ -3,14 +3,17 @@
 # btl/devmem against btl/tcp and raw TCP, interleaved in one run, with medians, spreads and
 # ratios per size. Not part of the test suite; never asserts a timing.
 #
-#   bench/run.sh [--quick] [--settings lo,ns,tbf,pinned] [--yield 0,1]
+#   bench/run.sh [--quick] [--settings lo,ns,tbf,pinned,lo-hog1,...] [--yield 0,1]
 #                [--kinds lat,bw,bibw,rate] [--sizes LIST] [--reps N] [--scale X]
 #                [--limit SECS] [--netpipe] [--out DIR]
 #
 # Settings: lo (both ranks on this host, loopback), ns (two namespaced "hosts" over a veth
 # pair, ranks not bound), tbf (the same veth shaped by tc tbf at 10 Gbit/s), pinned (the veth
 # with Open MPI's default binding: each "host" binds its first rank to core 0, so the two
-# ranks share one core, as oversubscribed ranks do on a real node). Each setting runs with
+# ranks share one core, as oversubscribed ranks do on a real node). lo-hogN and ns-hogN
+# (N = 1, 2): lo or ns while N unrelated busy processes (`while :; do :; done`, not bound)
+# compete for the cores, as a monitoring agent or a compile does on a real node; the runner
+# starts them before the setting and stops them by PID after it. Each setting runs with
 # Open MPI's defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for
 # both BTLs.
 # Per repetition every transport runs once, in turn (devmem, tcp, raw TCP busy, raw TCP
@@ -24,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../test/lib/testlib.sh
 . "$here/../test/lib/testlib.sh"
 
-settings=lo,ns,tbf,pinned yields=0,1 kinds=lat,bw,rate reps=3 scale=0.3 limit=1 netpipe=0
+settings=lo,ns,tbf,pinned,lo-hog1,lo-hog2,ns-hog1,ns-hog2 yields=0,1 kinds=lat,bw,rate reps=3 scale=0.3 limit=1 netpipe=0
 sizes=1,8,64,512,4k,32k,256k,1m,4m,16m,64m
 out=
 while [ $# -gt 0 ]; do
@@ -72,6 +75,40 @@ record() {
         print pre "," $2 "," v["usec"] "," v["MBps"] "," v["msgps"] }' "$6" >>"$csv"
 }
 
+# The setting a hog variant runs in (lo-hog2: lo), and its number of busy processes.
+base_of() {
+    echo "${1%-hog[0-9]*}"
+}
+hogs_of() {
+    case "$1" in *-hog[0-9]*) echo "${1##*-hog}" ;; *) echo 0 ;; esac
+}
+
+# Unrelated busy processes, started and stopped by PID (also when the run is cut short)
+hog_pids=()
+start_hogs() { # N
+    for _ in $(seq "$1"); do
+        sh -c 'while :; do :; done' &
+        hog_pids+=($!)
+    done
+    [ "$1" -eq 0 ] || echo "bench: $1 busy process(es) running: ${hog_pids[*]}" | tee -a "$log"
+}
+stop_hogs() {
+    [ ${#hog_pids[@]} -eq 0 ] && return 0
+    kill "${hog_pids[@]}" 2>/dev/null
+    wait "${hog_pids[@]}" 2>/dev/null
+    hog_pids=()
+}
+_bench_exit() {
+    local rc=$?
+    stop_hogs
+    if declare -F netns_cleanup >/dev/null; then
+        netns_cleanup
+    fi
+    devmem_testlib_cleanup
+    return "$rc"
+}
+trap _bench_exit EXIT
+
 # Open MPI's default binding for the pinned setting, none for the others
 bind_of() {
     [ "$1" = pinned ] && echo core || echo none
@@ -79,16 +116,17 @@ bind_of() {
 
 # run_mpi SETTING YIELD BTL KIND REP: one mpi_bench run
 run_mpi() {
-    local setting=$1 y=$2 btl=$3 kind=$4 rep=$5 np=2 f rc
+    local setting=$1 y=$2 btl=$3 kind=$4 rep=$5 np=2 f rc where
+    where=$(base_of "$setting")
     f=$DEVMEM_TEST_TMP/mpi.out
     [ "$kind" = rate ] && np=4
     local args=(-t "$kind" -s "$sizes" -x "$scale" -T "$limit")
-    if [ "$setting" = lo ]; then
+    if [ "$where" = lo ]; then
         devmem_mpirun 900 -np "$np" --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
             --mca mpi_yield_when_idle "$y" "$MPIB" "${args[@]}" >"$f" 2>&1
     else
         DEVMEM_MCA_ARGS=(--mca btl "$btl,self")
-        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$setting") \
+        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$where") \
             netns_mpirun 900 $((np / 2)) $((np / 2)) "$MPIB" "${args[@]}" >"$f" 2>&1
     fi
     rc=$?
@@ -100,11 +138,12 @@ run_mpi() {
 # run_raw SETTING MODE KIND REP: one tcp_bench run (busy or block)
 run_raw() {
     local setting=$1 mode=$2 kind=$3 rep=$4 srv=$DEVMEM_TEST_TMP/srv.out f=$DEVMEM_TEST_TMP/raw.out
-    local addr=127.0.0.1 sns=() cns=() port= spid
-    if [ "$setting" != lo ]; then
+    local addr=127.0.0.1 sns=() cns=() port= spid where
+    where=$(base_of "$setting")
+    if [ "$where" != lo ]; then
         addr=$NETNS_ADDR_B sns=(ip netns exec "$NETNS_B") cns=(ip netns exec "$NETNS_A")
     fi
-    if [ "$setting" = pinned ]; then # both ends on core 0, like the pinned ranks
+    if [ "$where" = pinned ]; then # both ends on core 0, like the pinned ranks
         sns+=(taskset -c 0) cns+=(taskset -c 0)
     fi
     timeout 900 "${sns[@]}" "$TCPB" -l -a "$addr" -p 0 >"$srv" 2>&1 &
@@ -132,12 +171,12 @@ run_raw() {
 run_netpipe() {
     local setting=$1 y=$2 btl=$3 f=$DEVMEM_TEST_TMP/np.out
     rm -f "$f"
-    if [ "$setting" = lo ]; then
+    if [ "$(base_of "$setting")" = lo ]; then
         devmem_mpirun 900 -np 2 --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
             --mca mpi_yield_when_idle "$y" NPopenmpi -u 67108864 -o "$f" >>"$log" 2>&1
     else
         DEVMEM_MCA_ARGS=(--mca btl "$btl,self")
-        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$setting") \
+        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$(base_of "$setting")") \
             netns_mpirun 900 1 1 NPopenmpi -u 67108864 -o "$f" >>"$log" 2>&1
     fi
     # NetPIPE: bytes, Mbit/s, seconds (half a round trip); its powers of two only
@@ -147,11 +186,12 @@ run_netpipe() {
 }
 
 for setting in ${settings//,/ }; do
-    case "$setting" in
+    case "$(base_of "$setting")" in
         lo) ;;
         ns | pinned)
             if [ -z "${_netns_created[*]:-}" ]; then
                 . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log"
+                trap _bench_exit EXIT # netns_setup sets its own; ours calls it
             fi
             if [ -n "${shaped:-}" ]; then
                 netns_unshape >>"$log"; shaped=
@@ -159,10 +199,12 @@ for setting in ${settings//,/ }; do
         tbf)
             if [ -z "${_netns_created[*]:-}" ]; then
                 . "$DEVMEM_SRC/test/net/netns.sh"; netns_setup >>"$log"
+                trap _bench_exit EXIT
             fi
             netns_shape root tbf rate 10gbit burst 4mb latency 10ms >>"$log"; shaped=1 ;;
         *) echo "run.sh: unknown setting '$setting'" >&2; exit 2 ;;
     esac
+    start_hogs "$(hogs_of "$setting")"
     for rep in $(seq "$reps"); do
         for kind in ${kinds//,/ }; do
             for y in ${yields//,/ }; do
@@ -183,6 +225,7 @@ for setting in ${settings//,/ }; do
             run_netpipe "$setting" "$y" tcp
         done
     fi
+    stop_hogs
 done
 
 "$here/summarize.sh" "$csv" | tee "$out/summary.txt"

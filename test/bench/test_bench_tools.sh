@@ -4,7 +4,7 @@
 # mpi_bench (every kind, btl devmem and tcp) and tcp_bench (busy and blocking), each with its data
 # validation on (a wrong byte aborts with a non-zero status and leaves the figures short), and
 # whose summary must show both transports and raw TCP side by side; and mpi_bench -X, which
-# proves that the validation fires.
+# proves that the validation fires; and a hog setting starts and stops its busy processes.
 # Few sizes and tiny iteration counts: this checks function, never speed.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -56,5 +56,27 @@ if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo --yield 0 --kinds lat,bw
 else
     cat "$out"
     devmem_step_fail "bench/run.sh failed"
+fi
+
+# a hog setting: the runner starts its busy processes, measures beside them and stops them
+res=$DEVMEM_TEST_TMP/hog out=$DEVMEM_TEST_TMP/hog.out
+if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo-hog1 --yield 0 --kinds lat --reps 1 \
+    --sizes 8,4k --scale 0.01 --limit 0.2 --out "$res" >"$out" 2>&1; then
+    pids=$(sed -n 's/^bench: 1 busy process(es) running: //p' "$out")
+    n=$(awk -F, '$1 == "lo-hog1" && ($3 == "devmem" || $3 == "tcp") && $7 > 0' "$res/results.csv" | wc -l)
+    if [ -z "$pids" ]; then
+        cat "$out"
+        devmem_step_fail "bench/run.sh lo-hog1: no busy process was started"
+    elif kill -0 $pids 2>/dev/null; then # word splitting: the PIDs
+        devmem_step_fail "bench/run.sh lo-hog1: busy process $pids still runs after the bench"
+        kill $pids 2>/dev/null
+    elif [ "$n" -ne 4 ]; then
+        devmem_step_fail "bench/run.sh lo-hog1: $n devmem/tcp figures, want 4"
+    else
+        devmem_step_ok "bench/run.sh lo-hog1: $n figures beside busy process $pids, stopped after"
+    fi
+else
+    cat "$out"
+    devmem_step_fail "bench/run.sh --settings lo-hog1 failed"
 fi
 devmem_finish
