@@ -263,6 +263,21 @@ static int component_register(void)
             "that long at most. Only inside a wait loop, never in a lone MPI_Test. 0: never "
             "sleep, only yield",
             OPAL_INFO_LVL_5, &c->idle_block_us);
+    c->idle_adapt = true;
+    reg_bool("idle_adapt",
+             "While another task wants a waiting rank's core, time its waits and keep "
+             "whichever way makes them shorter: handing the core over as above (best when "
+             "that task is the peer it waits for) or spinning for up to idle_spin_us first "
+             "(best when it is an unrelated busy process, to which a yield gives a whole time "
+             "slice and a sleep costs a wake-up). Now and then it tries the other way again "
+             "for a few waits. false: always hand over as above",
+             OPAL_INFO_LVL_5, &c->idle_adapt);
+    c->idle_spin_us = 500;
+    reg_int("idle_spin_us",
+            "Where idle_adapt found spinning better: quiet microseconds a waiting rank spins "
+            "before it hands its core over anyway, which bounds what spinning costs when the "
+            "task beside it turns out to be the peer it waits for",
+            OPAL_INFO_LVL_6, &c->idle_spin_us);
     c->poll_max = 16;
     reg_int("poll_max",
             "Most sockets the component polls with poll(); past that many (peers, links and "

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
 #include "btl_devmem_progress.h"
+#include "btl_devmem_waitway.h"
 #include "btl_devmem_watch.h"
 
 #include <sched.h>
@@ -14,6 +15,8 @@
 static uint64_t seen_activity;
 static uint64_t quiet_since_ns; /* 0: there was activity at the last call */
 static int live_conns;
+static struct mca_btl_devmem_waitway way;
+static bool way_ready;
 
 /*
  * Whether another task wants our core. The kernel counts the times it took the CPU from us
@@ -76,20 +79,56 @@ static int handovers; /* yields in a row that handed the core over */
 static uint64_t last_quiet_call_ns;
 
 /* A rank the scheduler may move elsewhere shares a core only until it does: there, a sleep
- * costs the wake-up (twice the latency, measured) and spinning wins. */
-static bool bound_to_one_cpu(void)
+ * costs the wake-up (twice the latency, measured) and spinning wins. Asked of the kernel at
+ * most every BOUND_CHECK_NS. */
+#define BOUND_CHECK_NS 1000000000ull
+static bool bound_to_one_cpu(uint64_t now)
 {
+    static uint64_t checked_ns;
+    static bool bound;
     cpu_set_t set;
 
-    return 0 == sched_getaffinity(0, sizeof(set), &set) && 1 == CPU_COUNT(&set);
+    if (0 == checked_ns || now - checked_ns >= BOUND_CHECK_NS) {
+        checked_ns = now;
+        bound = 0 == sched_getaffinity(0, sizeof(set), &set) && 1 == CPU_COUNT(&set);
+    }
+    return bound;
+}
+
+/* Where spinning won: whether this wait has been spun long enough. A rank bound to one CPU
+ * spins for idle_spin_us at most, in case the task beside it is the peer after all; one the
+ * scheduler may move spins as long as it waits, like btl/tcp (its yields would give an
+ * unrelated task a whole slice, and the load balancer parts it from a peer). */
+static bool spun_enough(const mca_btl_devmem_component_t *c, uint64_t now)
+{
+    return bound_to_one_cpu(now) && now - quiet_since_ns >= (uint64_t) c->idle_spin_us * 1000u;
+}
+
+/* The first guess of the way to wait: a bound rank's neighbour on its core is likely the
+ * peer (ranks pinned to one core); a rank the scheduler may move is parted from its peers
+ * by the load balancer, and what it meets on a core is more likely a task of no concern to
+ * it. */
+static void way_start(uint64_t now)
+{
+    if (!way_ready) {
+        mca_btl_devmem_waitway_init(&way, bound_to_one_cpu(now) ? WAITWAY_HANDOVER
+                                                               : WAITWAY_SPIN);
+        way_ready = true;
+    }
 }
 
 static int idle(mca_btl_devmem_component_t *c, uint64_t now)
 {
     bool in_wait_loop = now - last_quiet_call_ns < BACK_TO_BACK_NS;
+    bool contended = core_contended(now);
     int ran = 0;
 
     last_quiet_call_ns = now;
+    way_start(now);
+    if (c->idle_adapt && WAITWAY_SPIN == mca_btl_devmem_waitway_now(&way)
+        && !spun_enough(c, now)) {
+        return 0; /* measured: the answer comes sooner to a rank that keeps its core */
+    }
     if (now < shared_until_ns && c->idle_block_us > 0) {
         if (in_wait_loop) {
             ran = mca_btl_devmem_watch_dispatch(c->idle_block_us);
@@ -98,19 +137,42 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
         }
         return ran;
     }
-    if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u && core_contended(now)) {
+    if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u && contended) {
         uint64_t back;
 
         (void) sched_yield();
         c->stats.idle_yields++;
         back = now_ns();
         handovers = back - now >= HANDED_OVER_NS ? handovers + 1 : 0;
-        if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu()) {
+        if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu(back)) {
             shared_until_ns = back + SHARED_NS;
         }
         last_quiet_call_ns = back;
     }
     return ran;
+}
+
+/* A wait ended: while the core is contended (a preemption, or a shared core found by our
+ * yields), it tells how well the current way does. */
+static void wait_ended(mca_btl_devmem_component_t *c)
+{
+    uint64_t now, tries, switches;
+
+    if (!c->idle_adapt || 0 == quiet_since_ns) {
+        return;
+    }
+    now = now_ns();
+    way_start(now);
+    tries = way.tries;
+    switches = way.switches;
+    if (now >= contended_until_ns && now >= shared_until_ns) {
+        mca_btl_devmem_waitway_untimed(&way, now); /* nobody else wants the core */
+    } else {
+        mca_btl_devmem_waitway_record(&way, now - quiet_since_ns, now);
+        c->stats.idle_waits_timed++;
+    }
+    c->stats.idle_way_tries += way.tries - tries;
+    c->stats.idle_way_switches += way.switches - switches;
 }
 
 int mca_btl_devmem_progress(void)
@@ -134,6 +196,7 @@ int mca_btl_devmem_progress(void)
     activity = __atomic_load_n(&c->activity, __ATOMIC_RELAXED);
     if (activity != seen_activity) {
         seen_activity = activity;
+        wait_ended(c);
         quiet_since_ns = 0;
         goto out;
     }

@@ -24,6 +24,13 @@
  * rank the scheduler may move stays with yields: there the wake-up of a sleeper cost twice the
  * latency. It only sleeps inside a wait loop (back-to-back progress calls), never in a lone
  * MPI_Test between computations.
+ *
+ * All of that is right when the task beside us is the peer, and wrong when it is a busy
+ * process of no concern to us: a yield gives it a whole slice, a sleep costs a wake-up, and
+ * the answer comes from another core anyway. With btl_devmem_idle_adapt, the waits on a
+ * contended core are timed and btl_devmem_waitway.h picks the faster way: hand over as above,
+ * or spin (a rank bound to one CPU for at most btl_devmem_idle_spin_us, then hand over all
+ * the same; one the scheduler may move for as long as it waits).
  */
 #ifndef MCA_BTL_DEVMEM_PROGRESS_H
 #define MCA_BTL_DEVMEM_PROGRESS_H

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Spin or hand the core over, chosen on measured waits: btl_devmem_waitway.h */
+#include "btl_devmem_waitway.h"
+
+#include <string.h>
+
+void mca_btl_devmem_waitway_init(struct mca_btl_devmem_waitway *w,
+                                 enum mca_btl_devmem_wait_way first)
+{
+    memset(w, 0, sizeof(*w));
+    w->winner = first;
+    w->try_gap_ns = WAITWAY_TRY_MIN_NS;
+}
+
+static uint64_t median(const uint64_t *v, int n)
+{
+    uint64_t a[WAITWAY_EPOCH];
+
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        for (; j > 0 && a[j - 1] > v[i]; j--) {
+            a[j] = a[j - 1];
+        }
+        a[j] = v[i];
+    }
+    return n % 2 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
+}
+
+/* below this, a try's median beats the winner's */
+static uint64_t bar(const struct mca_btl_devmem_waitway *w)
+{
+    return w->winner_median - w->winner_median * WAITWAY_MARGIN_PCT / 100;
+}
+
+static void end_try(struct mca_btl_devmem_waitway *w, bool won, uint64_t now_ns)
+{
+    if (won) {
+        w->winner = (enum mca_btl_devmem_wait_way) !w->winner;
+        w->winner_median = median(w->samples, w->n);
+        w->try_gap_ns = WAITWAY_TRY_MIN_NS;
+        w->switches++;
+    } else if (w->try_gap_ns < WAITWAY_TRY_MAX_NS) {
+        w->try_gap_ns *= 2;
+    }
+    w->trying = false;
+    w->n = 0;
+    w->next_try_ns = now_ns + w->try_gap_ns;
+}
+
+static void record_try(struct mca_btl_devmem_waitway *w, uint64_t wait_ns, uint64_t now_ns)
+{
+    w->samples[w->n++] = wait_ns;
+    w->try_sum += wait_ns;
+    if (wait_ns >= bar(w)) {
+        w->try_over++;
+    }
+    if (w->try_over > WAITWAY_EPOCH / 2 || wait_ns > WAITWAY_ABORT_FACTOR * w->winner_median
+        || w->try_sum > WAITWAY_ABORT_EPOCHS * WAITWAY_EPOCH * w->winner_median) {
+        end_try(w, false, now_ns);
+    } else if (w->n == WAITWAY_EPOCH) {
+        end_try(w, median(w->samples, w->n) < bar(w), now_ns);
+    }
+}
+
+void mca_btl_devmem_waitway_untimed(struct mca_btl_devmem_waitway *w, uint64_t now_ns)
+{
+    if (w->trying && now_ns - w->try_start_ns >= WAITWAY_TRY_SPAN_NS) {
+        end_try(w, false, now_ns);
+    }
+}
+
+void mca_btl_devmem_waitway_record(struct mca_btl_devmem_waitway *w, uint64_t wait_ns,
+                                   uint64_t now_ns)
+{
+    if (w->trying) {
+        if (now_ns - w->try_start_ns >= WAITWAY_TRY_SPAN_NS) {
+            end_try(w, false, now_ns);
+        } else {
+            record_try(w, wait_ns, now_ns);
+        }
+        return;
+    }
+    w->samples[w->n++] = wait_ns;
+    if (w->n < WAITWAY_EPOCH) {
+        return;
+    }
+    w->winner_median = median(w->samples, w->n);
+    w->n = 0;
+    if (now_ns >= w->next_try_ns && w->winner_median > 0) {
+        w->trying = true;
+        w->try_over = 0;
+        w->try_sum = 0;
+        w->try_start_ns = now_ns;
+        w->tries++;
+    }
+}
