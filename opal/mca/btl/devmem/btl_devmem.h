@@ -142,6 +142,7 @@ typedef struct mca_btl_devmem_component_t {
     int idle_spin_us;       /* there: quiet microseconds spun before handing over anyway */
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
+    int write_ramp;         /* bytes of a burst's first sendmsg, 0: off, -1: by interface */
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
     char *topology;         /* hwloc XML to read instead of this machine's, empty: none */
@@ -174,6 +175,7 @@ typedef struct mca_btl_devmem_module_t {
     uint32_t link;                 /* link number on this interface */
     struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
     size_t write_chunk;            /* most bytes per sendmsg (btl_devmem_write_chunk) */
+    size_t write_ramp;             /* first sendmsg of a burst, then doubling; 0: none */
     int listen_fd;
     uint16_t listen_port;          /* host byte order */
     struct mca_btl_devmem_watch listen_watch;

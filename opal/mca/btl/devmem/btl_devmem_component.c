@@ -292,6 +292,15 @@ static int component_register(void)
             "host, and 512 KiB pieces, copied out while still in the cache, halved the time "
             "of a 4 MiB ping-pong; over a veth the same pieces cost 15 % of the bandwidth",
             OPAL_INFO_LVL_5, &c->write_chunk);
+    c->write_ramp = -1;
+    reg_int("write_ramp",
+            "Bytes of the first send call when a connection starts writing a burst; every "
+            "next call of the burst writes twice as many, up to write_chunk. The receiver "
+            "starts copying out the first piece while the sender copies in the next, where "
+            "one large call would have done both one after the other (a 256 KiB ping-pong "
+            "over a veth: 1.9x faster). 0: none; -1: 64 KiB, none on loopback (where it "
+            "cost a third of the bandwidth)",
+            OPAL_INFO_LVL_5, &c->write_ramp);
 
     c->gpu = -1;
     reg_int("gpu",
@@ -555,6 +564,11 @@ static int create_modules(void)
                 m->write_chunk = (size_t) c->write_chunk;
             } else {
                 m->write_chunk = c->write_chunk < 0 && m->itf.loopback ? 512 * 1024 : SIZE_MAX;
+            }
+            if (c->write_ramp >= 0) {
+                m->write_ramp = (size_t) c->write_ramp;
+            } else {
+                m->write_ramp = m->itf.loopback ? 0 : 64 * 1024;
             }
             m->link = (uint32_t) link;
             m->index = (uint32_t) c->num_modules;

@@ -182,8 +182,8 @@ static void tx_progress(mca_btl_devmem_endpoint_t *ep)
                && NULL == ((mca_btl_devmem_frag_t *) item)->txmem) {
             opal_list_append(&host, opal_list_remove_first(&df->tx_queue));
         }
-        rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &host, ep->module->write_chunk, &done,
-                                             &blocked);
+        rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &host, ep->module->write_chunk,
+                                             ep->module->write_ramp, &done, &blocked);
         while (NULL != (item = opal_list_remove_last(&host))) {
             opal_list_prepend(&df->tx_queue, item);
         }

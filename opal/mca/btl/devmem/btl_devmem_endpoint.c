@@ -314,7 +314,7 @@ static int send_progress_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *done
 {
     bool blocked = false;
     int rc = mca_btl_devmem_frag_queue_write(ep->sd, &ep->send_queue, ep->module->write_chunk,
-                                             done, &blocked);
+                                             ep->module->write_ramp, done, &blocked);
 
     if (0 == rc) {
         rc = send_event_set(ep, blocked);

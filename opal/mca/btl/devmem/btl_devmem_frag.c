@@ -162,9 +162,11 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
 /* iovecs per sendmsg: enough to batch many small frames, far below UIO_MAXIOV */
 #define QUEUE_WRITE_IOV_MAX 64
 
-int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk,
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, size_t ramp,
                                     opal_list_t *done, bool *blocked)
 {
+    size_t step = ramp > 0 && ramp < chunk ? ramp : chunk;
+
     *blocked = false;
 
     while (!opal_list_is_empty(queue)) {
@@ -179,21 +181,22 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk,
             && 0 != mca_btl_devmem_fault_frame(sd, queue)) {
             return -EPIPE;
         }
-        /* at most `chunk` bytes per call */
+        /* at most `step` bytes per call */
         mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
             for (int i = frag->iov_idx;
-                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < chunk; i++) {
+                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < step; i++) {
                 iov[cnt] = frag->iov[i];
-                if (iov[cnt].iov_len > chunk - want) {
-                    iov[cnt].iov_len = chunk - want;
+                if (iov[cnt].iov_len > step - want) {
+                    iov[cnt].iov_len = step - want;
                 }
                 want += iov[cnt++].iov_len;
             }
-            if (cnt == QUEUE_WRITE_IOV_MAX || want >= chunk) {
+            if (cnt == QUEUE_WRITE_IOV_MAX || want >= step) {
                 break;
             }
         }
+        step = step > chunk / 2 ? chunk : step * 2;
         msg.msg_iov = iov;
         msg.msg_iovlen = cnt;
         n = sendmsg(sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -239,7 +242,7 @@ int mca_btl_devmem_frag_queue_drain(int sd, opal_list_t *queue, opal_list_t *don
     for (int tries = 0; tries < 200 && !opal_list_is_empty(queue); tries++) {
         struct pollfd pfd = {.fd = sd, .events = POLLOUT};
         bool blocked = false;
-        int rc = mca_btl_devmem_frag_queue_write(sd, queue, SIZE_MAX, done, &blocked);
+        int rc = mca_btl_devmem_frag_queue_write(sd, queue, SIZE_MAX, 0, done, &blocked);
 
         if (rc < 0) {
             return rc;
