@@ -4,8 +4,12 @@
 # ratios per size. Not part of the test suite; never asserts a timing.
 #
 #   bench/run.sh [--quick] [--settings lo,ns,tbf,pinned,lo-hog1,...] [--yield 0,1]
-#                [--kinds lat,bw,bibw,rate] [--sizes LIST] [--reps N] [--scale X]
-#                [--limit SECS] [--netpipe] [--out DIR]
+#                [--transports devmem,tcp,ucx] [--kinds lat,bw,bibw,rate] [--sizes LIST]
+#                [--reps N] [--scale X] [--limit SECS] [--netpipe] [--out DIR]
+#
+# Transports: devmem (--mca btl devmem,self), tcp (--mca btl tcp,self), ucx (--mca pml ucx
+# with UCX_TLS=tcp,self: UCX's TCP transport, where Open MPI has the ucx PML; left out, with
+# a line saying so, where it has not), and always raw TCP (tcp_bench) for lat and bw.
 #
 # Settings: lo (both ranks on this host, loopback), ns (two namespaced "hosts" over a veth
 # pair, ranks not bound), tbf (the same veth shaped by tc tbf at 10 Gbit/s), pinned (the veth
@@ -16,8 +20,9 @@
 # starts them before the setting and stops them by PID after it. Each setting runs with
 # Open MPI's defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for
 # both BTLs.
-# Per repetition every transport runs once, in turn (devmem, tcp, raw TCP busy, raw TCP
-# blocking), so that a slow minute of the machine hits all of them alike.
+# Per repetition every transport runs once, in turn (devmem, tcp, ucx, raw TCP busy, raw TCP
+# blocking), so that a slow minute of the machine hits all of them alike; the summary pairs
+# the runs of one repetition for its ratios (bench/summarize.sh), 5 repetitions by default.
 #
 # Writes DIR/results.csv (every figure), DIR/summary.txt (the table printed at the end) and,
 # with gnuplot, DIR/<setting>-y<yield>-<kind>.png. Needs a build (DEVMEM_BUILD, default
@@ -27,7 +32,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../test/lib/testlib.sh
 . "$here/../test/lib/testlib.sh"
 
-settings=lo,ns,tbf,pinned,lo-hog1,lo-hog2,ns-hog1,ns-hog2 yields=0,1 kinds=lat,bw,rate reps=3 scale=0.3 limit=1 netpipe=0
+settings=lo,ns,tbf,pinned,lo-hog1,lo-hog2,ns-hog1,ns-hog2 yields=0,1 kinds=lat,bw,rate reps=5 scale=0.3 limit=1 netpipe=0
+transports=devmem,tcp,ucx
 sizes=1,8,64,512,4k,32k,256k,1m,4m,16m,64m
 out=
 while [ $# -gt 0 ]; do
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
         --quick) reps=1 scale=0.1 limit=0.3 sizes=8,4k,64k,1m,4m,64m ;;
         --settings) settings=$2; shift ;;
         --yield) yields=$2; shift ;;
+        --transports) transports=$2; shift ;;
         --kinds) kinds=$2; shift ;;
         --sizes) sizes=$2; shift ;;
         --reps) reps=$2; shift ;;
@@ -57,6 +64,19 @@ for p in "$MPIB" "$TCPB"; do
     [ -x "$p" ] || { echo "run.sh: $p not built (make -C $DEVMEM_BUILD)" >&2; exit 1; }
 done
 [ -d "$DEVMEM_PREFIX/lib/openmpi" ] || { echo "run.sh: component not installed in $DEVMEM_PREFIX" >&2; exit 1; }
+mpi_transports=()
+for t in ${transports//,/ }; do
+    case "$t" in
+        devmem | tcp) mpi_transports+=("$t") ;;
+        ucx)
+            if ompi_info 2>/dev/null | grep -q 'MCA pml: ucx'; then
+                mpi_transports+=(ucx)
+            else
+                echo "bench: no ucx column: this Open MPI has no ucx PML"
+            fi ;;
+        *) echo "run.sh: unknown transport '$t' (devmem, tcp, ucx)" >&2; exit 2 ;;
+    esac
+done
 echo "setting,yield,transport,kind,rep,size,usec,MBps,msgps" >"$csv"
 : >"$log"
 echo "bench: results in $out"
@@ -65,7 +85,7 @@ echo "bench: results in $out"
         "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n1)"
     echo "# Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -n1),"\
         "btl_devmem $(git -C "$DEVMEM_SRC" describe --always --dirty 2>/dev/null)"
-    echo "# reps=$reps scale=$scale limit=${limit}s sizes=$sizes"
+    echo "# reps=$reps scale=$scale limit=${limit}s sizes=$sizes transports=${mpi_transports[*]}"
 } >"$out/machine.txt"
 
 # record SETTING YIELD TRANSPORT KIND REP FILE: result lines of FILE into the CSV
@@ -114,25 +134,37 @@ bind_of() {
     [ "$1" = pinned ] && echo core || echo none
 }
 
-# run_mpi SETTING YIELD BTL KIND REP: one mpi_bench run
+# mca_of TRANSPORT IFNAME: the mpirun arguments that select a transport on one interface.
+# UCX's PML takes only InfiniBand-class transports unless told otherwise (pml_ucx_tls, _devices)
+mca_of() {
+    case "$1" in
+        ucx) echo --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl self \
+            -x UCX_TLS=tcp,self -x UCX_NET_DEVICES="$2" ;;
+        *) echo --mca pml ob1 --mca btl "$1,self" --mca "btl_${1}_if_include" "$2" ;;
+    esac
+}
+
+# run_mpi SETTING YIELD TRANSPORT KIND REP: one mpi_bench run
 run_mpi() {
-    local setting=$1 y=$2 btl=$3 kind=$4 rep=$5 np=2 f rc where
+    local setting=$1 y=$2 tr=$3 kind=$4 rep=$5 np=2 f rc where mca
     where=$(base_of "$setting")
     f=$DEVMEM_TEST_TMP/mpi.out
     [ "$kind" = rate ] && np=4
     local args=(-t "$kind" -s "$sizes" -x "$scale" -T "$limit")
     if [ "$where" = lo ]; then
-        devmem_mpirun 900 -np "$np" --mca btl "$btl,self" --mca "btl_${btl}_if_include" lo \
+        read -r -a mca <<<"$(mca_of "$tr" lo)"
+        devmem_mpirun 900 -np "$np" "${mca[@]}" \
             --mca mpi_yield_when_idle "$y" "$MPIB" "${args[@]}" >"$f" 2>&1
     else
-        DEVMEM_MCA_ARGS=(--mca btl "$btl,self")
-        DEVMEM_BTL_NAME=$btl NETNS_YIELD=$y NETNS_BIND=$(bind_of "$where") \
+        read -r -a mca <<<"$(mca_of "$tr" "$NETNS_LINK")"
+        DEVMEM_MCA_ARGS=("${mca[@]}")
+        DEVMEM_BTL_NAME= NETNS_YIELD=$y NETNS_BIND=$(bind_of "$where") \
             netns_mpirun 900 $((np / 2)) $((np / 2)) "$MPIB" "${args[@]}" >"$f" 2>&1
     fi
     rc=$?
     cat "$f" >>"$log"
-    [ "$rc" -eq 0 ] || echo "bench: $setting yield=$y $btl $kind failed (exit $rc), see $log"
-    record "$setting" "$y" "$btl" "$kind" "$rep" "$f"
+    [ "$rc" -eq 0 ] || echo "bench: $setting yield=$y $tr $kind failed (exit $rc), see $log"
+    record "$setting" "$y" "$tr" "$kind" "$rep" "$f"
 }
 
 # run_raw SETTING MODE KIND REP: one tcp_bench run (busy or block)
@@ -209,8 +241,9 @@ for setting in ${settings//,/ }; do
         for kind in ${kinds//,/ }; do
             for y in ${yields//,/ }; do
                 echo "bench: $setting rep $rep/$reps $kind yield=$y"
-                run_mpi "$setting" "$y" devmem "$kind" "$rep"
-                run_mpi "$setting" "$y" tcp "$kind" "$rep"
+                for t in "${mpi_transports[@]}"; do
+                    run_mpi "$setting" "$y" "$t" "$kind" "$rep"
+                done
             done
             if [ "$kind" = lat ] || [ "$kind" = bw ]; then
                 run_raw "$setting" busy "$kind" "$rep"

@@ -2,31 +2,51 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The table of bench/run.sh from its results.csv: per setting, yield and kind, the median of
 # each transport per size with its spread ((max - min) / median over the repetitions), and the
-# ratios devmem/tcp and devmem/raw TCP (busy).
+# ratios of devmem to tcp, to ucx and to raw TCP (busy).
 #   lat:  one-way microseconds, lower is better; a ratio < 1 means devmem is faster
 #   bw, bibw: MB/s (10^6 bytes/s); rate: messages/s; higher is better, a ratio > 1 means faster
 #   netpipe: NetPIPE's own figures (one run): microseconds and MB/s
+# A ratio pairs the runs of one repetition (run.sh runs the transports of a repetition one
+# after the other, so a slow minute of the machine hits both) and gives the median of the
+# per-repetition ratios with the interval of the middle ones: with n repetitions, the k-th
+# smallest to the k-th largest, k = n/4 + 1 (5 reps: the middle three). The mark after it:
+#   =   inside the noise: the interval holds 1, or there are fewer than 3 repetitions
+#   +   devmem better outside the noise,  -   devmem worse outside the noise
 # Usage: bench/summarize.sh results.csv
 set -u
 [ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 results.csv" >&2; exit 2; }
 
 awk -F, '
-function median(key,    n, i, j, t, a) {
-    n = cnt[key]
-    for (i = 1; i <= n; i++) a[i] = val[key, i]
+function sort(a, n,    i, j, t) {
     for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    lo[key] = a[1]; hi[key] = a[n]
+}
+function median_of(a, n) {
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-function cell(key,    m, s) {
-    if (!(key in cnt)) return sprintf("%16s", "-")
-    m = median(key)
-    s = m > 0 ? 100 * (hi[key] - lo[key]) / m : 0
-    return sprintf("%11.*f %3.0f%%", m >= 100 ? 0 : 2, m, s)
+function cell(key,    n, i, a, m, s, r) {
+    if (!(key in reps)) return sprintf("%14s", "-")
+    n = split(reps[key], r, " ")
+    for (i = 1; i <= n; i++) a[i] = val[key, r[i]]
+    sort(a, n)
+    m = median_of(a, n)
+    s = m > 0 ? 100 * (a[n] - a[1]) / m : 0
+    return sprintf("%9.*f %3.0f%%", m >= 100 ? 0 : 2, m, s)
 }
-function ratio(a, b) {
-    if (!(a in cnt) || !(b in cnt)) return sprintf("%8s", "-")
-    return sprintf("%8.2f", median(a) / median(b))
+# devmem/other over the repetitions both have: "median (lo-hi) mark"
+function ratio(a, b, lower_better,    n, i, r, q, m, k, lo, hi, mark) {
+    if (!(a in reps) || !(b in reps)) return sprintf("%20s", "-")
+    n = 0
+    split(reps[a], r, " ")
+    for (i in r) if ((b, r[i]) in val && val[b, r[i]] > 0) q[++n] = val[a, r[i]] / val[b, r[i]]
+    if (n == 0) return sprintf("%20s", "-")
+    sort(q, n)
+    m = median_of(q, n)
+    k = int(n / 4) + 1
+    lo = q[k]; hi = q[n + 1 - k]
+    if (n < 3 || (lo <= 1 && hi >= 1)) mark = "="
+    else if ((lo > 1) == !lower_better) mark = "+"
+    else mark = "-"
+    return sprintf("%6.2f (%4.2f-%4.2f) %s", m, lo, hi, mark)
 }
 NR == 1 { next }
 {
@@ -36,24 +56,31 @@ NR == 1 { next }
     if (!(grp in seen)) { seen[grp] = 1; order[++ngrp] = grp }
     if (!((grp, $6) in sz)) { sz[grp, $6] = 1; sizes[grp] = sizes[grp] " " $6 }
     key = grp SUBSEP $3 SUBSEP $6
-    val[key, ++cnt[key]] = metric
+    if (!((key, $5) in val)) reps[key] = reps[key] " " $5
+    val[key, $5] = metric
 }
 END {
     for (g = 1; g <= ngrp; g++) {
         split(order[g], p, SUBSEP)
+        low = p[3] == "lat" || p[3] == "netpipe"
         unit = p[3] == "lat" ? "usec, lower is better" : p[3] == "rate" ? "messages/s" : \
                p[3] == "netpipe" ? "usec, NetPIPE half round trip" : "MB/s"
         printf "\n== %s, yield %s: %s (%s)\n", p[1], p[2], p[3], unit
-        printf "%9s %16s %16s %16s %16s %8s %8s\n", "size", "devmem", "tcp", "raw-busy",
-               "raw-block", "dm/tcp", "dm/raw"
+        printf "%9s %14s %14s %14s %14s %14s %20s %20s %8s\n", "size", "devmem", "tcp", "ucx",
+               "raw-busy", "raw-block", "dm/tcp", "dm/ucx", "dm/raw"
         n = split(substr(sizes[order[g]], 2), s, " ")
         for (i = 1; i <= n; i++) {
             k = order[g] SUBSEP
-            printf "%9s %s %s %s %s %s %s\n", s[i], cell(k "devmem" SUBSEP s[i]),
-                   cell(k "tcp" SUBSEP s[i]), cell(k "raw-busy" SUBSEP s[i]),
-                   cell(k "raw-block" SUBSEP s[i]),
-                   ratio(k "devmem" SUBSEP s[i], k "tcp" SUBSEP s[i]),
-                   ratio(k "devmem" SUBSEP s[i], k "raw-busy" SUBSEP s[i])
+            d = k "devmem" SUBSEP s[i]
+            raw = "-"
+            if ((d in reps) && ((k "raw-busy" SUBSEP s[i]) in reps)) {
+                raw = ratio(d, k "raw-busy" SUBSEP s[i], low)
+                sub(/^ +/, "", raw); sub(/ .*/, "", raw)
+            }
+            printf "%9s %s %s %s %s %s %s %s %8s\n", s[i], cell(d),
+                   cell(k "tcp" SUBSEP s[i]), cell(k "ucx" SUBSEP s[i]),
+                   cell(k "raw-busy" SUBSEP s[i]), cell(k "raw-block" SUBSEP s[i]),
+                   ratio(d, k "tcp" SUBSEP s[i], low), ratio(d, k "ucx" SUBSEP s[i], low), raw
         }
     }
 }' "$1"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The benchmark tools keep working on loopback: a one-repetition bench/run.sh, which runs
-# mpi_bench (every kind, btl devmem and tcp) and tcp_bench (busy and blocking), each with its data
-# validation on (a wrong byte aborts with a non-zero status and leaves the figures short), and
-# whose summary must show both transports and raw TCP side by side; and mpi_bench -X, which
-# proves that the validation fires; and a hog setting starts and stops its busy processes.
+# mpi_bench (every kind; btl devmem, btl tcp, UCX's tcp) and tcp_bench (busy and blocking),
+# each with its data validation on (a wrong byte aborts with a non-zero status and leaves the
+# figures short), and whose summary must show the transports and raw TCP side by side; and
+# mpi_bench -X, which proves that the validation fires; and a hog setting starts and stops its
+# busy processes.
 # Few sizes and tiny iteration counts: this checks function, never speed.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -31,12 +32,19 @@ else
     devmem_step_fail "mpi_bench -X failed without naming the spoiled byte"
 fi
 
-# the runner, which drives mpi_bench (every kind, devmem and tcp) and tcp_bench (busy and
-# block): every transport gives a figure for every size, and the summary has the tables
+# the runner, which drives mpi_bench (every kind; devmem, tcp and, where Open MPI has its PML,
+# ucx) and tcp_bench (busy and block): every transport gives a figure for every size, and the
+# summary has the tables, with paired ratios
 res=$DEVMEM_TEST_TMP/results out=$DEVMEM_TEST_TMP/run.out
+mpi=(devmem tcp) cols=15
+if ompi_info 2>/dev/null | grep -q 'MCA pml: ucx'; then
+    mpi+=(ucx) cols=18
+else
+    echo "no ucx PML in this Open MPI: the ucx column stays empty"
+fi
 if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo --yield 0 --kinds lat,bw,bibw,rate \
     --reps 1 --sizes "$sizes" --scale 0.01 --limit 0.2 --out "$res" >"$out" 2>&1; then
-    for t in devmem:lat devmem:bw devmem:bibw devmem:rate tcp:lat tcp:bw tcp:bibw tcp:rate \
+    for t in "${mpi[@]/%/:lat}" "${mpi[@]/%/:bw}" "${mpi[@]/%/:bibw}" "${mpi[@]/%/:rate}" \
         raw-busy:lat raw-busy:bw raw-block:lat raw-block:bw; do
         n=$(awk -F, -v t="${t%%:*}" -v k="${t#*:}" '$3 == t && $4 == k && $7 > 0 && $9 > 0' \
             "$res/results.csv" | wc -l)
@@ -47,8 +55,8 @@ if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo --yield 0 --kinds lat,bw
         fi
     done
     if grep -q "^== lo, yield 0: lat" "$out" && grep -q "^== lo, yield 0: rate" "$out" &&
-        [ "$(awk '$1 == 204800 && NF == 11' "$out" | wc -l)" -eq 2 ]; then
-        devmem_step_ok "bench/run.sh: summary with all four columns at 200 KiB (lat, bw)"
+        [ "$(awk -v c="$cols" '$1 == 204800 && NF == c' "$out" | wc -l)" -eq 2 ]; then
+        devmem_step_ok "bench/run.sh: summary with every column at 200 KiB (lat, bw)"
     else
         cat "$out"
         devmem_step_fail "bench/run.sh: the summary lacks a table or a full 200 KiB row"
