@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # btl_devmem quickstart, for a Debian 12 machine (run as root, or with sudo for apt).
 #
-#   contrib/quickstart.sh demo    install what is missing, build, run a 2-rank bandwidth and
-#                                 latency job over --mca btl devmem,self
+#   contrib/quickstart.sh demo    install what is missing, build, run 2-rank latency and
+#                                 bandwidth jobs over --mca btl devmem,self and, beside them,
+#                                 btl tcp (install and build output only if they fail)
 #   contrib/quickstart.sh check   install what is missing, build, run every test; then all
 #                                 of them again against Open MPI 5 in a Debian 13 root
 #                                 (test/lib/ompi5-root.sh; DEVMEM_OMPI5_LEG=0: this one only)
@@ -85,6 +86,9 @@ build_all() {
     make -C "$build" -j"$(nproc)" --no-print-directory check >/dev/null
 }
 
+# The demo's figures: latency and bandwidth of btl devmem and btl tcp on loopback, each
+# transport run in turn, three times, with the medians and their ratio; every message's bytes
+# are checked (mpi_bench's validation).
 demo() {
     # shellcheck source=../test/lib/env.sh
     DEVMEM_BUILD=$build DEVMEM_PREFIX=$prefix . "$here/test/lib/env.sh"
@@ -92,23 +96,72 @@ demo() {
     echo "== ompi_info sees the component =="
     ompi_info | grep 'MCA btl: devmem' || { echo "quickstart: component not found" >&2; exit 1; }
     echo
-    echo "== NetPIPE, 2 ranks, --mca btl devmem,self (bandwidth and latency by message size) =="
-    local out rc=0
-    out=$(mktemp)
-    devmem_mpirun 300 -np 2 --mca btl devmem,self --mca btl_devmem_stats 1 \
-        NPopenmpi -u 8388608 -o /dev/null >"$out" 2>&1 || rc=$?
-    if [ "$rc" -ne 0 ]; then
-        echo "quickstart: the demo job failed (exit $rc):" >&2
-        tail -20 "$out" >&2
-        rm -f "$out"
+    echo "== 2 ranks on this host: --mca btl devmem,self beside --mca btl tcp,self =="
+    local out res rc=0 rep kind t stats
+    out=$(mktemp) res=$(mktemp)
+    for rep in 1 2 3; do
+        for kind in lat bw; do
+            for t in devmem tcp; do
+                stats=()
+                [ "$t" = devmem ] && [ "$rep" = 3 ] && stats=(--mca btl_devmem_stats 1)
+                devmem_mpirun 300 -np 2 --mca pml ob1 --mca btl "$t,self" \
+                    --mca "btl_${t}_if_include" lo "${stats[@]}" "$build/bench/mpi_bench" -t "$kind" -s 8,4k,64k,1m,4m -x 0.3 -T 0.5 \
+                    >"$out" 2>&1 || rc=$?
+                if [ "$rc" -ne 0 ]; then
+                    echo "quickstart: the demo job (btl $t, $kind) failed (exit $rc):" >&2
+                    tail -20 "$out" >&2
+                    rm -f "$out" "$res"
+                    exit 1
+                fi
+                awk -v t="$t" '$1 == "lat" || $1 == "bw" { print t, $0 }
+                    /btl_devmem stats: rank=0/ { print "stats", $0 }' "$out" >>"$res"
+            done
+        done
+    done
+    # "devmem lat 8 usec=5.1 MBps=1.5 msgps=..." -> medians per transport, kind and size
+    awk '
+    function med(k,    n, i, j, t, a) {
+        n = split(v[k], a, " ")
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    $1 == "stats" { sub(/^stats /, ""); stats = $0; next }
+    {
+        for (i = 4; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+        k = $1 SUBSEP $2 SUBSEP $3
+        v[k] = v[k] " " ($2 == "lat" ? f["usec"] : f["MBps"])
+        if (!(($2, $3) in seen)) { seen[$2, $3] = 1; sizes[$2] = sizes[$2] " " $3 }
+    }
+    END {
+        printf "%10s %14s %14s %8s   %14s %14s %8s\n", "bytes", "devmem usec", "tcp usec",
+               "ratio", "devmem MB/s", "tcp MB/s", "ratio"
+        n = split(sizes["lat"], s, " ")
+        for (i = 1; i <= n; i++) {
+            ld = med("devmem" SUBSEP "lat" SUBSEP s[i]); lt = med("tcp" SUBSEP "lat" SUBSEP s[i])
+            bd = med("devmem" SUBSEP "bw" SUBSEP s[i]); bt = med("tcp" SUBSEP "bw" SUBSEP s[i])
+            printf "%10s %14.2f %14.2f %8.2f   %14.1f %14.1f %8.2f\n", s[i], ld, lt,
+                   (lt > 0 ? ld / lt : 0), bd, bt, (bt > 0 ? bd / bt : 0)
+        }
+        print "(medians of 3 runs each, interleaved, every byte checked; a latency ratio < 1 or a"
+        print " bandwidth ratio > 1: devmem faster. bench/run.sh measures between namespaces, beside"
+        print " busy processes and against UCX too)"
+        if (stats != "") { print ""; print stats }
+    }' "$res"
+    rm -f "$out" "$res"
+}
+
+# Runs a step with its output in a log that is shown only if the step fails.
+quietly() { # LABEL CMD...
+    local label=$1 log
+    shift
+    mkdir -p "$build"
+    log=$build/quickstart-$label.log
+    echo "quickstart: $label (log: $log)"
+    if ! "$@" >"$log" 2>&1; then
+        echo "quickstart: $label failed; the end of its log:" >&2
+        tail -40 "$log" >&2
         exit 1
     fi
-    # NetPIPE data lines: "  5:       8 bytes   2657 times -->      2.32 Mbps in      26.35 usec"
-    awk '/^ *[0-9]+: +[0-9]+ bytes .* Mbps in .* usec/ {
-             if (!hdr++) printf "%12s %14s %12s\n", "bytes", "Mbit/s", "usec";
-             printf "%12s %14s %12s\n", $2, $7, $10; next }
-         /btl_devmem stats/ { print }' "$out"
-    rm -f "$out"
 }
 
 # The Open MPI version a build tree was configured for.
@@ -162,7 +215,7 @@ check() {
 
 cmd=${1:-demo}
 case "$cmd" in
-    demo)  install_deps; build_all; demo ;;
+    demo)  quietly install install_deps; quietly build build_all; demo ;;
     check) install_deps; build_all; check ;;
     build) install_deps; build_all ;;
     *) echo "usage: $0 demo|check|build" >&2; exit 2 ;;
