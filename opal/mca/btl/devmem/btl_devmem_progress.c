@@ -171,8 +171,10 @@ static void wait_ended(mca_btl_devmem_component_t *c)
         mca_btl_devmem_waitway_record(&way, now - quiet_since_ns, now);
         c->stats.idle_waits_timed++;
     }
-    c->stats.idle_way_tries += way.tries - tries;
-    c->stats.idle_way_switches += way.switches - switches;
+    if (OPAL_UNLIKELY(way.tries != tries || way.switches != switches)) { /* once an epoch */
+        c->stats.idle_way_tries += way.tries - tries;
+        c->stats.idle_way_switches += way.switches - switches;
+    }
 }
 
 int mca_btl_devmem_progress(void)
