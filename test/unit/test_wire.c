@@ -168,6 +168,14 @@ static void test_hdr(void)
     h.size = 8;
     CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
           "DEVFLOW with a payload is refused");
+    h.size = 0;
+    h.tag = MCA_BTL_DEVMEM_DEVFLOWS_MAX - 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "DEVFLOW naming the last lane passes");
+    h.tag = MCA_BTL_DEVMEM_DEVFLOWS_MAX;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "DEVFLOW naming a lane beyond the limit is refused");
+    h.tag = 0;
 
     /* flags: only GET_REQ may carry one, and only DEVFLOW */
     h.size = 0;
@@ -175,6 +183,18 @@ static void test_hdr(void)
     h.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
     CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
           "GET_REQ asking for the device flow passes");
+    h.tag = MCA_BTL_DEVMEM_DEVFLOWS_MAX - 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "GET_REQ asking for the last device-flow lane passes");
+    h.tag = MCA_BTL_DEVMEM_DEVFLOWS_MAX;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "GET_REQ asking for a lane beyond the limit is refused");
+    h.flags = 0;
+    h.tag = 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "GET_REQ on the control connection naming a lane is refused");
+    h.tag = 0;
+    h.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
     h.flags = 0x2;
     CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
           "GET_REQ with an unknown flag is refused");

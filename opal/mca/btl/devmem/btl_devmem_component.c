@@ -224,6 +224,19 @@ static int component_register(void)
             "Gets smaller than this many bytes stay on the control connection even when a "
             "device flow is up (0: every get takes the device flow)",
             OPAL_INFO_LVL_5, &c->devflow_min);
+    c->devflows = MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT;
+    reg_int("devflows",
+            "Device-flow connections (lanes) this rank opens to each peer it answers gets for, "
+            "1-16. The receiver of a get of at least two chunks (btl_devmem_devflow_chunk) "
+            "cuts it over every lane its peer opened, so that several connections, softirq "
+            "cores and RX queues carry it at once; 1: one device flow per peer, gets in order",
+            OPAL_INFO_LVL_4, &c->devflows);
+    c->devflow_chunk = 512u << 10;
+    reg_size("devflow_chunk",
+             "Bytes of one chunk of a get cut over several device-flow lanes (at least 4096; "
+             "a get of more than 64 chunks takes larger ones). Gets shorter than two chunks "
+             "go whole to the least loaded lane",
+             OPAL_INFO_LVL_5, &c->devflow_chunk);
     c->emul_linear_pct = 10;
     reg_int("emul_linear_pct",
             "Emulated kernel: percent of received segments whose first bytes the emulation "
@@ -367,6 +380,7 @@ static int component_open(void)
     c->num_modules = 0;
     c->modules = NULL;
     memset(&c->stats, 0, sizeof(c->stats));
+    memset(c->lane_rx_bytes, 0, sizeof(c->lane_rx_bytes));
     OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&c->procs, opal_proc_table_t);
     opal_proc_table_init(&c->procs, 16, 256);
@@ -511,6 +525,17 @@ static int create_modules(void)
     } else {
         opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, "btl_devmem_family",
                        c->family, "auto, ipv4 or ipv6");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (c->devflows < 1 || c->devflows > (int) MCA_BTL_DEVMEM_DEVFLOWS_MAX
+        || c->devflow_chunk < 4096) {
+        char value[32];
+        bool lanes = c->devflows < 1 || c->devflows > (int) MCA_BTL_DEVMEM_DEVFLOWS_MAX;
+
+        snprintf(value, sizeof(value), "%zu", lanes ? (size_t) c->devflows : c->devflow_chunk);
+        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true,
+                       lanes ? "btl_devmem_devflows" : "btl_devmem_devflow_chunk", value,
+                       lanes ? "1 to 16" : "4096 or more");
         return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),

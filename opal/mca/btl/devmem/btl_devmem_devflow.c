@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device flows: the connections themselves, until and after the endpoint owns them. An
- * accepted connection waits, unread, until a control connection claims it by port (its
- * address is the one that control connection comes from), or the handshake timeout drops
- * it; then it is adopted for receiving. See btl_devmem_devflow.h; the two directions live in
+ * accepted connection waits, unread, until a control connection claims it by port for one
+ * of its lanes (its address is the one that control connection comes from), or the
+ * handshake timeout drops it; then it is adopted for receiving on that lane. See btl_devmem_devflow.h; the two directions live in
  * btl_devmem_devflow_tx.c and _rx.c.
  */
 #include "opal_config.h"
@@ -67,9 +67,9 @@ static void devflow_timeout(int fd, short flags, void *arg)
     mca_btl_devmem_dispatch_lock(); /* a libevent timer: out of the callbacks' way */
     df->timer_armed = false;
     if (MCA_BTL_DEVMEM_DF_RX_CLAIMED == df->rx_state) {
-        snprintf(why, sizeof(why), "the device flow it named (port %u) did not arrive within "
-                 "%d s (btl_devmem_handshake_timeout)", (unsigned) df->claim_port,
-                 mca_btl_devmem_component.handshake_timeout);
+        snprintf(why, sizeof(why), "the device flow it named (lane %u, port %u) did not "
+                 "arrive within %d s (btl_devmem_handshake_timeout)", df->lane,
+                 (unsigned) df->claim_port, mca_btl_devmem_component.handshake_timeout);
         mca_btl_devmem_endpoint_fail(df->ep, why, 0);
     }
     mca_btl_devmem_dispatch_unlock();
@@ -95,7 +95,7 @@ static void rearm(struct mca_btl_devmem_devflow *df)
 void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
                                      enum mca_btl_devmem_devflow_tx_state s, const char *why)
 {
-    DEVMEM_VERBOSE(20, "device flow to %s: sending side %s -> %s (%s)",
+    DEVMEM_VERBOSE(20, "device flow %u to %s: sending side %s -> %s (%s)", df->lane,
                    OPAL_NAME_PRINT(df->ep->peer->name), tx_states[df->tx_state].name,
                    tx_states[s].name, why);
     df->tx_state = s;
@@ -105,7 +105,7 @@ void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
 void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
                                      enum mca_btl_devmem_devflow_rx_state s, const char *why)
 {
-    DEVMEM_VERBOSE(20, "device flow from %s: receiving side %s -> %s (%s)",
+    DEVMEM_VERBOSE(20, "device flow %u from %s: receiving side %s -> %s (%s)", df->lane,
                    OPAL_NAME_PRINT(df->ep->peer->name), rx_states[df->rx_state].name,
                    rx_states[s].name, why);
     OPAL_THREAD_LOCK(&df->ep->lock);
@@ -114,12 +114,25 @@ void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
     rearm(df);
 }
 
-struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep)
+struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep,
+                                                         unsigned int lane)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_devflows *set = ep->devflows;
+    struct mca_btl_devmem_devflow *df;
 
-    if (NULL == df && NULL != (df = calloc(1, sizeof(*df)))) {
+    if (lane >= MCA_BTL_DEVMEM_DEVFLOWS_MAX) {
+        return NULL;
+    }
+    if (NULL == set) {
+        if (NULL == (set = calloc(1, sizeof(*set)))) {
+            return NULL;
+        }
+        /* published whole: btl_get looks at it from other threads (devflow_get) */
+        __atomic_store_n(&ep->devflows, set, __ATOMIC_RELEASE);
+    }
+    if (NULL == (df = set->lane[lane]) && NULL != (df = calloc(1, sizeof(*df)))) {
         df->ep = ep;
+        df->lane = lane;
         df->tx_state = MCA_BTL_DEVMEM_DF_TX_NONE;
         df->rx_state = MCA_BTL_DEVMEM_DF_RX_NONE;
         df->tx_sd = df->rx_sd = -1;
@@ -127,8 +140,9 @@ struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint
         OBJ_CONSTRUCT(&df->tx_wait, opal_list_t);
         OBJ_CONSTRUCT(&df->gets, opal_list_t);
         opal_event_evtimer_set(opal_sync_event_base, &df->timer, devflow_timeout, df);
-        /* published whole: btl_get looks at it from other threads (devflow_get) */
-        __atomic_store_n(&ep->devflow, df, __ATOMIC_RELEASE);
+        OPAL_THREAD_LOCK(&ep->lock); /* devflow_get walks the lanes under it */
+        __atomic_store_n(&set->lane[lane], df, __ATOMIC_RELEASE);
+        OPAL_THREAD_UNLOCK(&ep->lock);
     }
     return df;
 }
@@ -143,22 +157,22 @@ static void unclaimed_init(void)
 
 /* ---------------------------------------------------------------- adopting */
 
-static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, int sd)
+static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *dev, int sd)
 {
-    struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_of(ep);
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;
     char why[DEVMEM_ERR_MSG_MAX + 64];
-    int rc;
+    int rc, open_lanes = 0;
 
-    if (NULL == df || NULL == k) {
+    if (NULL == k) {
         close(sd);
         mca_btl_devmem_endpoint_fail(ep, "cannot take the device flow", ENOMEM);
         return -1;
     }
     if (MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state || MCA_BTL_DEVMEM_DF_RX_CLOSED == df->rx_state) {
         close(sd);
-        mca_btl_devmem_endpoint_proto_error(ep, "a second device flow from the same peer");
+        mca_btl_devmem_endpoint_proto_error(ep, "a second device flow on one lane");
         return -1;
     }
     if (0 != devmem_kernel_ledger_init(k, sd, &df->ledger, &e)) {
@@ -175,13 +189,20 @@ static int adopt(mca_btl_devmem_endpoint_t *ep, struct mca_btl_devmem_dev *dev, 
     df->rx_dev = dev;
     mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_OPEN, "adopted");
     mca_btl_devmem_tune_socket(sd);
-    mca_btl_devmem_watch_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, ep);
+    mca_btl_devmem_watch_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, df);
     if (0 != (rc = mca_btl_devmem_watch_set(&df->rx_watch, OPAL_EV_READ))) {
         mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
         return -1;
     }
     mca_btl_devmem_component.stats.devflows++;
-    DEVMEM_VERBOSE(10, "device flow from %s adopted on %s (RX binding %u)",
+    for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {
+        struct mca_btl_devmem_devflow *l = mca_btl_devmem_devflow_lane(ep, i);
+
+        open_lanes += NULL != l && MCA_BTL_DEVMEM_DF_RX_OPEN == l->rx_state;
+    }
+    mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_lanes,
+                             (uint64_t) open_lanes);
+    DEVMEM_VERBOSE(10, "device flow %u from %s adopted on %s (RX binding %u)", df->lane,
                    OPAL_NAME_PRINT(ep->peer->name), dev->module->itf.name, dev->rx_id);
     return 0;
 }
@@ -195,11 +216,15 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
     for (int i = 0; i < c->num_modules; i++) {
         mca_btl_devmem_endpoint_t *ep;
         OPAL_LIST_FOREACH (ep, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
-            struct mca_btl_devmem_devflow *df = ep->devflow;
-            if (NULL != df && MCA_BTL_DEVMEM_DF_RX_CLAIMED == df->rx_state
-                && mca_btl_devmem_ip_equal(&df->claim_addr, addr) && df->claim_port == port) {
-                (void) adopt(ep, dev, sd);
-                return;
+            for (unsigned int lane = 0; lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
+                struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
+
+                if (NULL != df && MCA_BTL_DEVMEM_DF_RX_CLAIMED == df->rx_state
+                    && mca_btl_devmem_ip_equal(&df->claim_addr, addr)
+                    && df->claim_port == port) {
+                    (void) adopt(df, dev, sd);
+                    return;
+                }
             }
         }
     }
@@ -219,7 +244,7 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
 int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
                                  const struct mca_btl_devmem_hdr *h)
 {
-    struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_of(ep);
+    struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_of(ep, h->tag);
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     struct mca_btl_devmem_ip addr;
@@ -237,14 +262,14 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
         return -1;
     }
     if (MCA_BTL_DEVMEM_DF_RX_NONE != df->rx_state) {
-        mca_btl_devmem_endpoint_proto_error(ep, "a second device-flow claim");
+        mca_btl_devmem_endpoint_proto_error(ep, "a second device-flow claim for one lane");
         return -1;
     }
     unclaimed_init();
     OPAL_LIST_FOREACH (u, &unclaimed, mca_btl_devmem_held_t) {
         if (mca_btl_devmem_ip_equal(&u->addr, &addr) && u->port == port) {
             struct mca_btl_devmem_dev *dev = u->owner;
-            return adopt(ep, dev, mca_btl_devmem_held_take(u));
+            return adopt(df, dev, mca_btl_devmem_held_take(u));
         }
     }
     df->claim_addr = addr;
@@ -258,29 +283,40 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
 
 void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
 {
-    if (NULL == ep->devflow) {
-        return;
+    for (unsigned int lane = 0; lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
+        struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
+
+        if (NULL != df) {
+            mca_btl_devmem_devflow_tx_close(df, orderly);
+            mca_btl_devmem_devflow_rx_close(df);
+        }
     }
-    mca_btl_devmem_devflow_tx_close(ep, orderly);
-    mca_btl_devmem_devflow_rx_close(ep);
 }
 
 void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_devflows *set = ep->devflows;
 
-    if (NULL == df) {
+    if (NULL == set) {
         return;
     }
     mca_btl_devmem_devflow_close(ep, false);
-    if (df->timer_armed) {
-        opal_event_del(&df->timer);
+    for (unsigned int lane = 0; lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
+        struct mca_btl_devmem_devflow *df = set->lane[lane];
+
+        if (NULL == df) {
+            continue;
+        }
+        if (df->timer_armed) {
+            opal_event_del(&df->timer);
+        }
+        OBJ_DESTRUCT(&df->tx_queue);
+        OBJ_DESTRUCT(&df->tx_wait);
+        OBJ_DESTRUCT(&df->gets);
+        free(df);
     }
-    OBJ_DESTRUCT(&df->tx_queue);
-    OBJ_DESTRUCT(&df->tx_wait);
-    OBJ_DESTRUCT(&df->gets);
-    free(df);
-    ep->devflow = NULL;
+    free(set);
+    ep->devflows = NULL;
 }
 
 void mca_btl_devmem_devflow_fini(void)

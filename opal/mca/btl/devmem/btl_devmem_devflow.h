@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Device flows: per endpoint, one extra TCP connection in each direction that carries get
- * payloads only, so that a steering rule on the receiver's device-flow port sends exactly
- * those bytes into its devmem RX queue while control traffic stays on normal queues.
+ * Device flows: per endpoint, extra TCP connections in each direction (lanes, up to
+ * btl_devmem_devflows) that carry get payloads only, so that a steering rule on the
+ * receiver's device-flow port sends exactly those bytes into its devmem RX queues while
+ * control traffic stays on normal queues. One TCP flow is one core's softirq: several lanes
+ * let a large get arrive on several at once.
  *
- *   sending side  we connect to the peer's device-flow port and name the connection on the
- *                 control connection (a DEVFLOW fragment): nothing of ours travels on it
- *                 but raw payload, because the receiver's CPU may never see those bytes.
+ *   sending side  we connect to the peer's device-flow port once per lane and name each
+ *                 connection on the control connection (a DEVFLOW fragment with its lane):
+ *                 nothing of ours travels on it but raw payload, because the receiver's
+ *                 CPU may never see those bytes.
  *   receiving side an accepted connection is adopted by the endpoint whose control
  *                 connection named it; until then it is held, unread, for at most
  *                 handshake_timeout seconds.
  *
  * A get whose GET_REQ carries MCA_BTL_DEVMEM_FLAG_DEVFLOW is answered with its bytes on the
- * device flow, in request order; the receiver reads them with the devmem receive (kernel
- * interface real or emulated), copies each fragment out of its RX pool into the get's
- * destination, returns the tokens, then completes the get.
+ * lane the request names, in the order of that lane's requests; the receiver reads them
+ * with the devmem receive (kernel interface real or emulated), copies each fragment out of
+ * its RX pool into the get's destination, returns the tokens, then completes the get. A get
+ * of at least two chunks (btl_devmem_devflow_chunk) is cut into chunks, each asked on the
+ * least loaded open lane (btl_devmem_devflow_stripe.c); the last chunk in completes it.
  */
 #ifndef MCA_BTL_DEVMEM_DEVFLOW_H
 #define MCA_BTL_DEVMEM_DEVFLOW_H
@@ -38,12 +43,36 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
 int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
                                  const struct mca_btl_devmem_hdr *h);
 
-/* Take get (kind GET, hdr.size set) onto ep's incoming device flow if it can go there.
- * true: its GET_REQ must carry MCA_BTL_DEVMEM_FLAG_DEVFLOW; false: use the control path. */
-bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get);
+/* Most chunks one get is cut into; a larger get takes larger chunks. */
+#define MCA_BTL_DEVMEM_STRIPE_MAX 64
 
-/* The peer asks for h->size bytes at h->addr on our device flow to it. 0, or -1 when ep
- * failed (also when we have no device flow to that peer: a protocol error). */
+/* What striping one get needs, taken before its request's place on the wire is decided
+ * (the allocations cannot fail under the endpoint's lock). */
+struct mca_btl_devmem_stripe {
+    unsigned int nchunks; /* chunks if several lanes are open at placement; 0: not cut */
+    size_t chunk;         /* bytes of each chunk but the last */
+    mca_btl_devmem_frag_t *chunks[MCA_BTL_DEVMEM_STRIPE_MAX]; /* CHUNK records, unused ones
+                                                               * freed by stripe_release */
+    unsigned int used;    /* records the placement took */
+};
+
+/* Before asking for a get of size bytes from ep: how it would be cut. Returns the inline
+ * bytes its GET_REQ fragment needs for the further chunks' requests (0: not cut). */
+size_t mca_btl_devmem_devflow_stripe_prepare(mca_btl_devmem_endpoint_t *ep, size_t size,
+                                             struct mca_btl_devmem_stripe *stripe);
+
+/* Give back what stripe holds and the placement did not take. */
+void mca_btl_devmem_devflow_stripe_release(struct mca_btl_devmem_stripe *stripe);
+
+/* Under ep's lock, as its GET_REQ req (prepared, addr and size set, inline space from
+ * stripe_prepare) is placed: take get (kind GET, hdr.size set) onto ep's open lanes if it
+ * can go there, whole or in chunks, and make req ask for it (flag, lane, and one request
+ * per chunk). false: use the control path, req untouched. */
+bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
+                                mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe);
+
+/* The peer asks for h->size bytes at h->addr on our device-flow lane h->tag to it. 0, or
+ * -1 when ep failed (also when we have no such lane to that peer: a protocol error). */
 int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
                                   const struct mca_btl_devmem_hdr *h);
 
@@ -54,10 +83,10 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly);
 /* Free ep's device-flow state (closed first). */
 void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep);
 
-/* The socket of ep's outgoing device flow, -1 when there is none (liveness checks). */
-int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep);
+/* The socket of ep's outgoing device-flow lane, -1 when there is none (liveness checks). */
+int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep, unsigned int lane);
 
-/* Bytes of gets queued on ep's incoming device flow, for diagnostics. */
+/* Bytes of gets queued on ep's incoming device flows, for diagnostics. */
 size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep);
 
 /* Drop connections nobody claimed (component close). */

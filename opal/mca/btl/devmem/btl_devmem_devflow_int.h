@@ -35,8 +35,11 @@ enum mca_btl_devmem_devflow_rx_state {
     MCA_BTL_DEVMEM_DF_RX_CLOSED,  /* the peer closed it in order, or it failed; final */
 };
 
+/* One lane: a connection in each direction between ep and its peer. A peer has up to
+ * btl_devmem_devflows lanes; each answers the requests that name it, in their order. */
 struct mca_btl_devmem_devflow {
     mca_btl_devmem_endpoint_t *ep;
+    unsigned int lane; /* its number, the tag of its DEVFLOW claim and of its GET_REQs */
     /* the timeout of a waiting state (the tables' `timed`), armed by the state changes */
     opal_event_t timer;
     bool timer_armed;
@@ -60,16 +63,36 @@ struct mca_btl_devmem_devflow {
     struct mca_btl_devmem_dev *rx_dev; /* the module whose pool it lands in */
     struct devmem_ledger ledger;     /* open exactly while RX_OPEN */
     struct devmem_rx_stats counted;  /* ledger counters already added to the stats */
-    opal_list_t gets;                /* gets answered on it, in request order */
-    size_t head_got;                 /* bytes of the first get already in place */
+    opal_list_t gets;                /* gets and chunks (FRAG_CHUNK) answered on it, in
+                                      * request order */
+    size_t head_got;                 /* bytes of the first of them already in place */
     uint64_t expected;               /* bytes still owed to all of gets */
     /* RX_CLAIMED: the connection we wait for */
     struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */
 };
 
-/* ep's device-flow state, made on first use; NULL when out of memory. */
-struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep);
+/* An endpoint's lanes, made on first use (lane[i] NULL until then). Published whole:
+ * btl_get looks at it from other threads; lanes are made and their states change under
+ * the endpoint's lock. */
+struct mca_btl_devmem_devflows {
+    struct mca_btl_devmem_devflow *lane[MCA_BTL_DEVMEM_DEVFLOWS_MAX];
+    unsigned int cursor; /* where the next search for the least loaded lane starts */
+};
+
+/* Lane `lane` of ep (< MCA_BTL_DEVMEM_DEVFLOWS_MAX), made on first use; NULL when out of
+ * memory. */
+struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep,
+                                                         unsigned int lane);
+
+/* Lane `lane` of ep if it was ever made, else NULL. */
+static inline struct mca_btl_devmem_devflow *
+mca_btl_devmem_devflow_lane(const mca_btl_devmem_endpoint_t *ep, unsigned int lane)
+{
+    const struct mca_btl_devmem_devflows *set = __atomic_load_n(&ep->devflows, __ATOMIC_ACQUIRE);
+
+    return NULL == set || lane >= MCA_BTL_DEVMEM_DEVFLOWS_MAX ? NULL : set->lane[lane];
+}
 
 /* The one way each side changes state: traced at btl_devmem_verbose 20 (old -> new, why),
  * the state's timer armed or disarmed. devflow_rx_state takes the endpoint's lock: the
@@ -79,15 +102,15 @@ void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
 void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
                                      enum mca_btl_devmem_devflow_rx_state s, const char *why);
 
-/* Sending side: close it (orderly: queued answers get a bounded chance to leave first);
- * answers not sent or not completed complete with OPAL_ERR_UNREACH. */
-void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly);
+/* Sending side of one lane: close it (orderly: queued answers get a bounded chance to
+ * leave first); answers not sent or not completed complete with OPAL_ERR_UNREACH. */
+void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool orderly);
 
-/* Receiving side: readiness callback of an adopted connection (arg: the endpoint). */
+/* Receiving side: readiness callback of an adopted connection (arg: its lane). */
 void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg);
-/* Receiving side: tokens back, socket closed; gets still owed complete with
- * OPAL_ERR_UNREACH. */
-void mca_btl_devmem_devflow_rx_close(mca_btl_devmem_endpoint_t *ep);
+/* Receiving side of one lane: tokens back, socket closed; gets and chunks still owed
+ * complete with OPAL_ERR_UNREACH. */
+void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df);
 /* Receiving side: release what all flows share (component close). */
 void mca_btl_devmem_devflow_rx_fini(void);
 

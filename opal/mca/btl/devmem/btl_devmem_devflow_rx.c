@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Device flows, receiving side: gets whose payload comes on the device flow, in the order
- * they were asked; devmem receives into the RX pool; the gather of each receive's fragments
+ * Device flows, receiving side, one lane at a time: gets and chunks whose payload comes on
+ * the lane, in the order they were asked; devmem receives into the RX pool; the gather of each receive's fragments
  * into the gets' destinations (one GPU launch for device memory); the tokens back before
  * anything else runs; then the gets complete. See btl_devmem_devflow_int.h.
  */
@@ -36,25 +36,16 @@ static void account(struct mca_btl_devmem_devflow *df)
     df->counted = *now;
 }
 
-bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
-{
-    struct mca_btl_devmem_devflow *df = __atomic_load_n(&ep->devflow, __ATOMIC_ACQUIRE);
-    int min = mca_btl_devmem_component.devflow_min;
-
-    if (NULL == df || MCA_BTL_DEVMEM_DF_RX_OPEN != df->rx_state || 0 == get->hdr.size
-        || get->hdr.size < (uint32_t) (min > 0 ? min : 0)) {
-        return false;
-    }
-    opal_list_append(&df->gets, &get->base.super.super);
-    df->expected += get->hdr.size;
-    mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.gets_inflight_max,
-                             opal_list_get_size(&df->gets));
-    return true;
-}
-
 size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep)
 {
-    return NULL == ep->devflow ? 0 : (size_t) ep->devflow->expected;
+    size_t n = 0;
+
+    for (unsigned int lane = 0; lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
+        const struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
+
+        n += NULL == df ? 0 : (size_t) df->expected;
+    }
+    return n;
 }
 
 /* The pieces of one receive on their way to the gets; one per process (progress is serial). */
@@ -99,10 +90,10 @@ static int gather_piece(struct devmem_region *pool, size_t off, const char *src,
  * Move every piece of the last receive into the gets it belongs to, in stream order, and
  * wait until all of it is in place. Finished gets move to done. 0, or -1 with why filled.
  */
-static int gather(mca_btl_devmem_endpoint_t *ep, struct devmem_rx_batch *b, opal_list_t *done,
-                  char *why, size_t len)
+static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
+                  opal_list_t *done, char *why, size_t len)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     /* the flow's own binding, looked up again only if the kernel names another */
     struct devmem_region *flow_pool = &df->rx_dev->pool;
     uint32_t flow_id = df->rx_dev->rx_id;
@@ -150,6 +141,7 @@ static int gather(mca_btl_devmem_endpoint_t *ep, struct devmem_rx_batch *b, opal
             }
             off += chunk;
             df->head_got += chunk;
+            mca_btl_devmem_component.lane_rx_bytes[df->lane] += chunk;
             OPAL_THREAD_LOCK(&ep->lock);
             df->expected -= chunk;
             if (df->head_got == get->hdr.size) {
@@ -198,21 +190,21 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
     }
 }
 
-/* What the gets on the flow still owe: they join from any thread (btl_get, ep->lock). */
-static uint64_t owed(mca_btl_devmem_endpoint_t *ep)
+/* What the gets on the lane still owe: they join from any thread (btl_get, ep->lock). */
+static uint64_t owed(struct mca_btl_devmem_devflow *df)
 {
     uint64_t n;
 
-    OPAL_THREAD_LOCK(&ep->lock);
-    n = ep->devflow->expected;
-    OPAL_THREAD_UNLOCK(&ep->lock);
+    OPAL_THREAD_LOCK(&df->ep->lock);
+    n = df->expected;
+    OPAL_THREAD_UNLOCK(&df->ep->lock);
     return n;
 }
 
 void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
 {
-    mca_btl_devmem_endpoint_t *ep = arg;
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_devflow *df = arg;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     size_t cap;
     struct devmem_rx_batch *b = mca_btl_devmem_dev_batch(&cap);
@@ -226,7 +218,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     OBJ_CONSTRUCT(&done, opal_list_t);
     for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed; round++) {
         struct devmem_err e;
-        uint64_t expected = owed(ep);
+        uint64_t expected = owed(df);
         ssize_t n;
 
         /* never consume bytes nobody asked for: 1 byte when nothing is owed, to tell EOF
@@ -245,7 +237,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         }
         if (n < 0) {
             /* e.msg already ends with the errno's words */
-            snprintf(why, sizeof(why), "device-flow receive failed: %s", e.msg);
+            snprintf(why, sizeof(why), "device flow %u: receive failed: %s", df->lane, e.msg);
             failed = -(int) n;
             said = true;
             break;
@@ -254,33 +246,34 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         if (0 == n) {
             if (0 == expected) {
                 /* the peer closed its sending side in order (finalize) */
-                DEVMEM_VERBOSE(20, "%s closed its device flow", OPAL_NAME_PRINT(ep->peer->name));
+                DEVMEM_VERBOSE(20, "%s closed its device flow %u", OPAL_NAME_PRINT(ep->peer->name),
+                               df->lane);
                 rx_close(df, "the peer closed it in order");
                 break;
             }
-            snprintf(why, sizeof(why), "the device flow closed with %llu bytes of gets owed",
-                     (unsigned long long) expected);
+            snprintf(why, sizeof(why), "device flow %u closed with %llu bytes of gets owed",
+                     df->lane, (unsigned long long) expected);
             failed = ECONNRESET;
             break;
         }
         if ((uint64_t) n > expected) {
-            snprintf(why, sizeof(why), "the peer sent %zd bytes on the device flow that no get "
-                     "asked for", n);
+            snprintf(why, sizeof(why), "the peer sent %zd bytes on device flow %u that no get "
+                     "asked for", n, df->lane);
             failed = EPROTO;
             break;
         }
-        if (0 != gather(ep, b, &done, why, sizeof(why))) {
+        if (0 != gather(df, b, &done, why, sizeof(why))) {
             failed = EPROTO;
             break;
         }
         /* the bytes are where they belong: give the pool back before anything else runs */
         if (0 != devmem_ledger_release_frags(&df->ledger, b->frags, b->nfrags, &e)
             || 0 != devmem_ledger_flush(&df->ledger, &e)) {
-            snprintf(why, sizeof(why), "returning device-flow tokens: %s", e.msg);
+            snprintf(why, sizeof(why), "device flow %u: returning tokens: %s", df->lane, e.msg);
             failed = EIO;
         }
         account(df);
-        if (0 == owed(ep)) {
+        if (0 == owed(df)) {
             break; /* nothing owed: EOF or stray bytes wake us again */
         }
     }
@@ -303,14 +296,10 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     OBJ_DESTRUCT(&done);
 }
 
-void mca_btl_devmem_devflow_rx_close(mca_btl_devmem_endpoint_t *ep)
+void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     opal_list_item_t *item;
-
-    if (NULL == df) {
-        return;
-    }
     opal_list_t doomed;
 
     rx_close(df, "closing");

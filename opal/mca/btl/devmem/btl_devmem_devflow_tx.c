@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Device flows, sending side: connect to the peer's device-flow port and name the
- * connection on the control connection; answer gets on it in request order, with devmem TX
+ * Device flows, sending side: connect to the peer's device-flow port once per lane and name
+ * each connection on the control connection; answer gets on the lane each request names,
+ * in request order, with devmem TX
  * from the registered dmabuf where there is one (the buffer held until the kernel's
  * zerocopy completion) and with plain writes otherwise. See btl_devmem_devflow_int.h.
  */
@@ -20,35 +21,35 @@
 
 static void tx_watch_cb(int sd, short flags, void *arg);
 
-void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
+/* Open lane `lane` to ep's peer: connect, then name it. 0, or -1 when ep failed. */
+static int start_lane(mca_btl_devmem_endpoint_t *ep, unsigned int lane)
 {
     struct mca_btl_devmem_devflow *df;
     uint16_t port = 0;
     mca_btl_devmem_frag_t *claim;
     int sd, rc;
 
-    if (0 == ep->remote.devflow_port || !mca_btl_devmem_dev_enabled()
-        || MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
-        return;
+    if (NULL == (df = mca_btl_devmem_devflow_of(ep, lane))) {
+        mca_btl_devmem_endpoint_fail(ep, "out of memory for a device flow", ENOMEM);
+        return -1;
     }
-    if (NULL == (df = mca_btl_devmem_devflow_of(ep))
-        || MCA_BTL_DEVMEM_DF_TX_NONE != df->tx_state) {
-        return;
+    if (MCA_BTL_DEVMEM_DF_TX_NONE != df->tx_state) {
+        return 0;
     }
     /* leave through this module's interface, from its address: the one the peer knows as
      * our control connection's, so that the claim needs to name only the port */
     sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.devflow_port);
     if (sd < 0) {
         mca_btl_devmem_endpoint_fail(ep, "cannot connect the device flow", -sd);
-        return;
+        return -1;
     }
     if (0 != (rc = mca_btl_devmem_local_port(sd, &port))) {
         close(sd);
         mca_btl_devmem_endpoint_fail(ep, "cannot name the device flow", -rc);
-        return;
+        return -1;
     }
     df->tx_sd = sd;
-    mca_btl_devmem_watch_init(&df->tx_watch, sd, tx_watch_cb, ep);
+    mca_btl_devmem_watch_init(&df->tx_watch, sd, tx_watch_cb, df);
     if (NULL != ep->module->dev) {
         struct devmem_err e;
 
@@ -56,26 +57,44 @@ void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
         df->tx_zerocopy = 0 == devmem_tx_socket_setup(sd, NULL, &e)
                           && 0 == devmem_tx_tracker_init(&df->tracker, &e);
         if (!df->tx_zerocopy) {
-            DEVMEM_VERBOSE(1, "devmem TX off on the device flow to %s: %s",
+            DEVMEM_VERBOSE(1, "devmem TX off on device flow %u to %s: %s", lane,
                            OPAL_NAME_PRINT(ep->peer->name), e.msg);
         }
     }
     claim = mca_btl_devmem_frag_alloc(0);
     if (NULL == claim) {
         mca_btl_devmem_endpoint_fail(ep, "out of memory naming the device flow", ENOMEM);
-        return;
+        return -1;
     }
     claim->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
     mca_btl_devmem_frag_prepare_write(claim);
     claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
+    claim->hdr.tag = (uint8_t) lane;
     claim->hdr.addr = 0; /* reserved: the address is the control connection's */
     claim->hdr.id = port;
     mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_OPEN, "connected and named");
     if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
         mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
+        return -1;
     }
-    DEVMEM_VERBOSE(20, "device flow to %s from port %u", OPAL_NAME_PRINT(ep->peer->name),
-                   (unsigned) port);
+    DEVMEM_VERBOSE(20, "device flow %u to %s from port %u", lane,
+                   OPAL_NAME_PRINT(ep->peer->name), (unsigned) port);
+    return 0;
+}
+
+void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
+{
+    int lanes = mca_btl_devmem_component.devflows;
+
+    if (0 == ep->remote.devflow_port || !mca_btl_devmem_dev_enabled()
+        || MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
+        return;
+    }
+    for (int lane = 0; lane < lanes; lane++) {
+        if (0 != start_lane(ep, (unsigned int) lane)) {
+            return;
+        }
+    }
 }
 
 /* A devmem TX send completed (in order): count its bytes against the frag it carried. */
@@ -120,10 +139,10 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
 
 /* Hand the kernel as much of frag as it takes with devmem TX from its TX binding.
  * 0 all queued, 1 blocked, -1 failed (why filled). */
-static int tx_device(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, char *why,
+static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *frag, char *why,
                      size_t len)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     uint32_t id = mca_btl_devmem_txmem_binding(frag->txmem, ep->module);
     struct devmem_err e;
@@ -151,9 +170,9 @@ static int tx_device(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag,
     return 0;
 }
 
-static void tx_progress(mca_btl_devmem_endpoint_t *ep)
+static void tx_progress(struct mca_btl_devmem_devflow *df)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     char why[DEVMEM_ERR_MSG_MAX + 64];
     opal_list_t done, host;
     opal_list_item_t *item;
@@ -166,7 +185,7 @@ static void tx_progress(mca_btl_devmem_endpoint_t *ep)
         mca_btl_devmem_frag_t *head = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->tx_queue);
 
         if (NULL != head->txmem) {
-            rc = tx_device(ep, head, why, sizeof(why));
+            rc = tx_device(df, head, why, sizeof(why));
             if (0 == rc) {
                 opal_list_remove_first(&df->tx_queue);
                 opal_list_append(&df->tx_wait, &head->base.super.super);
@@ -222,14 +241,14 @@ static void tx_progress(mca_btl_devmem_endpoint_t *ep)
  * error queue, or the peer closing. */
 static void tx_watch_cb(int sd, short flags, void *arg)
 {
-    mca_btl_devmem_endpoint_t *ep = arg;
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_devflow *df = arg;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     size_t before = opal_list_get_size(&df->tx_wait);
     char c;
 
     mca_btl_devmem_progress_activity();
-    tx_progress(ep);
-    if ((flags & OPAL_EV_READ) && NULL != ep->devflow && MCA_BTL_DEVMEM_DF_TX_OPEN == df->tx_state
+    tx_progress(df);
+    if ((flags & OPAL_EV_READ) && MCA_BTL_DEVMEM_DF_TX_OPEN == df->tx_state
         && before == opal_list_get_size(&df->tx_wait)
         && 0 == recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK)) {
         mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with devmem sends "
@@ -240,13 +259,14 @@ static void tx_watch_cb(int sd, short flags, void *arg)
 int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
                                   const struct mca_btl_devmem_hdr *h)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, h->tag);
     struct mca_btl_devmem_txmem *t = NULL;
     mca_btl_devmem_frag_t *resp;
     char why[DEVMEM_ERR_MSG_MAX + 64];
 
     if (NULL == df || MCA_BTL_DEVMEM_DF_TX_OPEN != df->tx_state || 0 == h->size) {
-        mca_btl_devmem_endpoint_proto_error(ep, "a device-flow get we have no device flow for");
+        mca_btl_devmem_endpoint_proto_error(ep, "a device-flow get on a lane we have no device "
+                                            "flow for");
         return -1;
     }
     if (df->tx_zerocopy && NULL != (t = mca_btl_devmem_txmem_get(h->addr, h->size))
@@ -279,18 +299,15 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
         return -1;
     }
     opal_list_append(&df->tx_queue, &resp->base.super.super);
-    tx_progress(ep);
+    tx_progress(df);
     return 0;
 }
 
-void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
+void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool orderly)
 {
-    struct mca_btl_devmem_devflow *df = ep->devflow;
+    mca_btl_devmem_endpoint_t *ep = df->ep;
     opal_list_item_t *item;
 
-    if (NULL == df) {
-        return;
-    }
     if (df->tx_sd >= 0) {
         if (orderly) {
             opal_list_t done;
@@ -328,7 +345,9 @@ void mca_btl_devmem_devflow_tx_close(mca_btl_devmem_endpoint_t *ep, bool orderly
     }
 }
 
-int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep)
+int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep, unsigned int lane)
 {
-    return NULL == ep->devflow ? -1 : ep->devflow->tx_sd;
+    const struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
+
+    return NULL == df ? -1 : df->tx_sd;
 }

@@ -58,7 +58,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->fail_pending = false;
     ep->next_get_id = 1;
     ep->reply_got = 0;
-    ep->devflow = NULL;
+    ep->devflows = NULL;
 }
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
@@ -155,6 +155,21 @@ static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *
                       frag->cbdata, status);
         mca_btl_devmem_frag_return(frag);
         break;
+    case MCA_BTL_DEVMEM_FRAG_CHUNK: {
+        mca_btl_devmem_frag_t *get = frag->parent;
+        int ok = OPAL_SUCCESS;
+
+        mca_btl_devmem_frag_return(frag);
+        if (OPAL_SUCCESS != status) {
+            /* the first failure is the one the get reports */
+            (void) __atomic_compare_exchange_n(&get->chunk_status, &ok, status, false,
+                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        }
+        if (1 == __atomic_fetch_sub(&get->chunks_left, 1, __ATOMIC_ACQ_REL)) {
+            complete_frag(ep, get, __atomic_load_n(&get->chunk_status, __ATOMIC_ACQUIRE));
+        }
+        break;
+    }
     case MCA_BTL_DEVMEM_FRAG_CTRL:
         if (OPAL_SUCCESS == status && MCA_BTL_DEVMEM_HDR_GET_RESP == frag->hdr.type) {
             mca_btl_devmem_component.stats.tx_host += frag->payload;

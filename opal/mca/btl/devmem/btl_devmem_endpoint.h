@@ -57,8 +57,8 @@ struct mca_btl_base_endpoint_t {
     opal_list_t pending_gets;
     uint64_t next_get_id;
 
-    /* device flows to and from this peer (btl_devmem_devflow.c), NULL until used */
-    struct mca_btl_devmem_devflow *devflow;
+    /* device-flow lanes to and from this peer (btl_devmem_devflow.c), NULL until used */
+    struct mca_btl_devmem_devflows *devflows;
     /* handshake reply accumulation (connector side) */
     struct mca_btl_devmem_hello reply;
     size_t reply_got;

@@ -21,6 +21,9 @@ enum mca_btl_devmem_frag_kind {
                                    * written; a GET_RESP sent with devmem TX once the kernel
                                    * has completed it too (btl_devmem_devflow_tx.c) */
     MCA_BTL_DEVMEM_FRAG_GET,      /* a get waiting for its GET_RESP; never on a send queue */
+    MCA_BTL_DEVMEM_FRAG_CHUNK,    /* a piece of a get striped over device-flow lanes
+                                   * (btl_devmem_devflow_stripe.c); completing the last
+                                   * piece completes the get */
 };
 
 #define MCA_BTL_DEVMEM_FRAG_IOVS 4
@@ -52,6 +55,12 @@ typedef struct mca_btl_devmem_frag_t {
     struct mca_btl_devmem_txmem *txmem; /* GET_RESP sent with devmem TX from it (held) */
     uint64_t tx_off;                   /* ... starting at this offset of its region */
     size_t tx_queued, tx_done;         /* ... bytes the kernel took, and has completed */
+
+    /* striped gets: a CHUNK names its get; the get counts its chunks not yet complete and
+     * keeps the first failure among them */
+    struct mca_btl_devmem_frag_t *parent;
+    uint32_t chunks_left;
+    int chunk_status;
 } mca_btl_devmem_frag_t;
 
 OBJ_CLASS_DECLARATION(mca_btl_devmem_frag_t);

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define MCA_BTL_DEVMEM_MAGIC 0x4d444d42u /* "BMDM" in memory on little-endian */
-#define MCA_BTL_DEVMEM_PROTO_VERSION 2
+#define MCA_BTL_DEVMEM_PROTO_VERSION 3
 
 /* Largest payload a peer may ever announce as its fragment limit: the peer's own
  * announcement is the bound that counts, this only caps what we agree to. */
@@ -57,9 +57,14 @@ enum mca_btl_devmem_hdr_type {
     MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_DEVFLOW,
 };
 
-/* GET_REQ flag: answer with raw bytes on your device-flow connection to me, in request
- * order, instead of a GET_RESP fragment here. No other flag exists; other types carry 0. */
+/* GET_REQ flag: answer with raw bytes on your device-flow connection to me numbered `tag`
+ * (its lane), in the order of the requests for that lane, instead of a GET_RESP fragment
+ * here. No other flag exists; other types carry 0. */
 #define MCA_BTL_DEVMEM_FLAG_DEVFLOW 0x1u
+
+/* Device-flow connections (lanes) one peer may open to another: lane numbers on the wire
+ * are below this. */
+#define MCA_BTL_DEVMEM_DEVFLOWS_MAX 16u
 
 /*
  * Device flows. A device-flow connection carries payload bytes only: on a devmem NIC they
@@ -69,6 +74,12 @@ enum mca_btl_devmem_hdr_type {
  * and the acceptor adopts the accepted socket from that port and from the address the
  * control connection comes from (the connector binds both to its module's address), which
  * works alike for IPv4 and IPv6. Version 1 sent the IPv4 source address in addr.
+ *
+ * Lanes (version 3). A peer may open up to MCA_BTL_DEVMEM_DEVFLOWS_MAX device flows, each
+ * named with its lane number in the DEVFLOW fragment's tag. The receiver of the data cuts a
+ * large get into chunks and asks for each with its own GET_REQ naming the lane to answer on
+ * (tag); the answering side needs to know nothing of the striping. Several such requests
+ * may travel in one write: a GET_REQ has no payload, so they are consecutive frames.
  */
 
 struct mca_btl_devmem_hdr {
@@ -188,7 +199,12 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
         }
         return MCA_BTL_DEVMEM_CHECK_OK;
     case MCA_BTL_DEVMEM_HDR_GET_REQ:
-        /* the request carries no payload; `size` is what is asked for */
+        /* the request carries no payload; `size` is what is asked for; tag: the lane of a
+         * device-flow answer, 0 otherwise */
+        if ((hdr->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) ? hdr->tag >= MCA_BTL_DEVMEM_DEVFLOWS_MAX
+                                                       : 0 != hdr->tag) {
+            return MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+        }
         if (hdr->size > lim->put_limit) {
             return MCA_BTL_DEVMEM_CHECK_TOO_LONG;
         }
@@ -196,7 +212,8 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
     case MCA_BTL_DEVMEM_HDR_FIN:
         return 0 == hdr->size ? MCA_BTL_DEVMEM_CHECK_OK : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:
-        return 0 == hdr->size && 0 == hdr->tag && 0 == hdr->addr && 0 != hdr->id
+        return 0 == hdr->size && hdr->tag < MCA_BTL_DEVMEM_DEVFLOWS_MAX && 0 == hdr->addr
+                       && 0 != hdr->id
                        && hdr->id <= UINT16_MAX
                    ? MCA_BTL_DEVMEM_CHECK_OK
                    : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;

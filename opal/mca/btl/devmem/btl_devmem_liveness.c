@@ -30,8 +30,8 @@ static bool overdue(mca_btl_devmem_endpoint_t *ep, unsigned int limit, char *why
         return false;
     }
     quiet = mca_btl_devmem_sock_unacked_for(ep->sd);
-    if (quiet < limit) {
-        quiet = mca_btl_devmem_sock_unacked_for(mca_btl_devmem_devflow_tx_socket(ep));
+    for (unsigned int lane = 0; quiet < limit && lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
+        quiet = mca_btl_devmem_sock_unacked_for(mca_btl_devmem_devflow_tx_socket(ep, lane));
         where = "device flow";
     }
     if (quiet < limit) {

@@ -71,6 +71,7 @@ int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
  */
 struct get_ask {
     mca_btl_devmem_frag_t *get;
+    struct mca_btl_devmem_stripe stripe; /* its chunks, if it is cut over several lanes */
     bool placed; /* the get is registered: it will complete, even if the send fails */
 };
 
@@ -80,8 +81,8 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     mca_btl_devmem_frag_t *get = ask->get;
 
     get->hdr.id = req->hdr.id = ep->next_get_id++;
-    if (mca_btl_devmem_devflow_get(ep, get)) {
-        req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+    if (mca_btl_devmem_devflow_get(ep, get, req, &ask->stripe)) {
+        /* req now asks for it on the device flows */
     } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     } else {
@@ -107,15 +108,18 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                        void *cbcontext, void *cbdata)
 {
     mca_btl_devmem_frag_t *get, *req;
-    struct get_ask ask = {NULL, false};
+    struct get_ask ask;
     int rc;
 
     if (size > btl->btl_get_limit || size > UINT32_MAX) {
         return OPAL_ERR_BAD_PARAM;
     }
+    ask.get = NULL;
+    ask.placed = false;
     get = mca_btl_devmem_frag_alloc_user();
-    req = mca_btl_devmem_frag_alloc(0);
+    req = mca_btl_devmem_frag_alloc(mca_btl_devmem_devflow_stripe_prepare(ep, size, &ask.stripe));
     if (NULL == get || NULL == req) {
+        mca_btl_devmem_devflow_stripe_release(&ask.stripe);
         if (NULL != get) {
             mca_btl_devmem_frag_return(get);
         }
@@ -143,6 +147,7 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
 
     rc = mca_btl_devmem_endpoint_send_placed(ep, req, get_placed, &ask);
+    mca_btl_devmem_devflow_stripe_release(&ask.stripe); /* the chunks it did not take */
     if (OPAL_SUCCESS != rc && !ask.placed) {
         /* never asked: the PML still owns the get */
         mca_btl_devmem_frag_return(get);

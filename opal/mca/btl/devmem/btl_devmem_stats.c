@@ -83,6 +83,31 @@ void mca_btl_devmem_stats_read(uint64_t values[MCA_BTL_DEVMEM_STAT_COUNT])
 #undef MCA_BTL_DEVMEM_STAT_READ
 }
 
+/* Bytes received per device-flow lane, up to the last lane that carried any. */
+static void print_lanes(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    char line[24 * MCA_BTL_DEVMEM_DEVFLOWS_MAX];
+    size_t used = 0;
+    int last = -1;
+
+    for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {
+        if (0 != atomic_load_explicit(&c->lane_rx_bytes[i], memory_order_relaxed)) {
+            last = (int) i;
+        }
+    }
+    if (last < 0) {
+        return;
+    }
+    for (int i = 0; i <= last; i++) {
+        used += (size_t) snprintf(line + used, sizeof(line) - used, "%s%" PRIu64, i ? "," : "",
+                                  atomic_load_explicit(&c->lane_rx_bytes[i],
+                                                       memory_order_relaxed));
+    }
+    opal_output(0, "btl_devmem lanes: rank=%u rx_bytes=%s",
+                (unsigned) opal_proc_local_get()->proc_name.vpid, line);
+}
+
 void mca_btl_devmem_stats_print(void)
 {
     uint64_t v[MCA_BTL_DEVMEM_STAT_COUNT];
@@ -96,6 +121,7 @@ void mca_btl_devmem_stats_print(void)
     }
     opal_output(0, "btl_devmem stats: rank=%u%s", (unsigned) opal_proc_local_get()->proc_name.vpid,
                 line);
+    print_lanes();
 }
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)

@@ -43,12 +43,15 @@
     X(fallbacks, COUNTER, "gets that took the control connection while the device path was on") \
     X(devflows, COUNTER, "device-flow connections adopted (receiving side)")                 \
     X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \
+    X(devflow_lanes, HIGHWATER, "most device-flow lanes open from one peer (receiving side)") \
+    X(devflow_chunks, COUNTER, "gets and chunks of gets asked on device-flow lanes")        \
+    X(chunks_inflight_max, HIGHWATER, "most gets and chunks outstanding on one peer's lanes") \
     X(rx_pool_full, COUNTER, "device-flow receives refused because the RX pool was full")   \
     X(emul_pool_limited, DERIVED, "emulated kernel only: receives the RX pool cut short")    \
     X(get_dmabuf, COUNTER, "get bytes that arrived as dmabuf fragments")                     \
     X(gather_calls, COUNTER, "receives whose fragments the GPU gathered")                    \
     X(dev_staged, COUNTER, "device-memory bytes copied through host memory")                 \
-    X(gets_inflight_max, HIGHWATER, "most gets outstanding on one device flow")              \
+    X(gets_inflight_max, HIGHWATER, "most gets or chunks outstanding on one device-flow lane") \
     X(idle_yields, COUNTER, "times a waiting rank gave its core away (sched_yield)")         \
     X(idle_blocks, COUNTER, "sleeps of a waiting rank on its sockets, on a shared core")     \
     X(idle_waits_timed, COUNTER, "waits timed on a contended core, to choose the way to wait") \
@@ -86,7 +89,8 @@ static inline void mca_btl_devmem_stats_max(_Atomic uint64_t *field, uint64_t v)
 /* Every key's value now (derived ones computed), by index. */
 void mca_btl_devmem_stats_read(uint64_t values[MCA_BTL_DEVMEM_STAT_COUNT]);
 
-/* The btl_devmem_stats line: "btl_devmem stats: rank=R key=value ...". */
+/* The btl_devmem_stats line: "btl_devmem stats: rank=R key=value ...", and where device
+ * flows carried anything, the lanes line: "btl_devmem lanes: rank=R rx_bytes=B0,B1,...". */
 void mca_btl_devmem_stats_print(void);
 
 /* Each key as the MPI_T performance variable btl_devmem_<key> (the component's register). */
