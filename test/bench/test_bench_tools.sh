@@ -4,8 +4,8 @@
 # mpi_bench (every kind; btl devmem, btl tcp, UCX's tcp) and tcp_bench (busy and blocking),
 # each with its data validation on (a wrong byte aborts with a non-zero status and leaves the
 # figures short), and whose summary must show the transports and raw TCP side by side; and
-# mpi_bench -X, which proves that the validation fires; and a hog setting starts and stops its
-# busy processes.
+# mpi_bench -X, which proves that the validation fires; a hog setting starts and stops its
+# busy processes; and a lanes setting counts the device path's calls per MiB.
 # Few sizes and tiny iteration counts: this checks function, never speed.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -86,5 +86,23 @@ if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo-hog1 --yield 0 --kinds l
 else
     cat "$out"
     devmem_step_fail "bench/run.sh --settings lo-hog1 failed"
+fi
+
+# a lanes setting: devmem on the emulated device path with 2 lanes, and the calls table, whose
+# device row must count DONTNEED calls (the host path's row none)
+res=$DEVMEM_TEST_TMP/lanes out=$DEVMEM_TEST_TMP/lanes.out
+if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo,lo-df2 --yield 0 --kinds bw --reps 1 \
+    --sizes 3m --scale 0.01 --limit 0.2 --transports devmem --out "$res" >"$out" 2>&1; then
+    dev=$(awk '$1 == "lo-df2" && $2 == "bw" && $4 == "device" && $7 > 0' "$out")
+    host=$(awk '$1 == "lo" && $2 == "bw" && $4 == "host" && $7 == 0' "$out")
+    if [ -n "$dev" ] && [ -n "$host" ]; then
+        devmem_step_ok "bench/run.sh lo-df2: calls per MiB, device path: $dev"
+    else
+        cat "$out"
+        devmem_step_fail "bench/run.sh lo,lo-df2: no device-path row with DONTNEED calls, or no host row"
+    fi
+else
+    cat "$out"
+    devmem_step_fail "bench/run.sh --settings lo,lo-df2 failed"
 fi
 devmem_finish

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Several device flows (lanes) per peer across two namespaced "hosts", through the emulated
+# kernel: 256 MiB ping-pongs with 1, 2 and 4 lanes (btl_devmem_devflows), every byte checked,
+# every token returned, and every lane carrying bytes (the lanes line); 4 lanes into a
+# 4-page RX pool (backpressure on all of them at once); then one lane killed in the middle
+# of a transfer (ss -K on its socket): the job must end, naming the peer, well within 30 s.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/testlib.sh"
+. "$here/netns.sh"
+
+[ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "device flows are btl_devmem's (btl: $DEVMEM_TEST_BTL)"
+devmem_require_programs pingpong collectives
+netns_setup
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+    --mca btl_devmem_stats 1)
+limit=$DEVMEM_MPI_LIMIT
+
+run() { # LANES PROG NA NB PROG-ARGS...
+    local lanes=$1 prog=$2 na=$3 nb=$4 r
+    shift 4
+    devmem_run_checked "$prog $na+$nb ranks, $lanes lanes${*:+ $*}" "$prog" $((na + nb)) \
+        "$limit" netns_mpirun "$limit" "$na" "$nb" --mca btl_devmem_devflows "$lanes" \
+        "$DEVMEM_MPI_BIN/$prog" "$@" || return 1
+    devmem_expect_device_path "$DEVMEM_LAST_OUT" $((na + nb)) 1
+    for ((r = 0; r < na + nb; r++)); do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_lanes -eq "$lanes"
+        devmem_expect_lanes "$DEVMEM_LAST_OUT" "$r" "$lanes"
+    done
+}
+
+for lanes in 1 2 4; do
+    if run "$lanes" pingpong 1 1 -m 256M && [ "$lanes" -gt 1 ]; then
+        # 16 MiB gets in 512 KiB chunks: many chunks in flight over the lanes at once
+        devmem_expect_stat "$DEVMEM_LAST_OUT" 0 chunks_inflight_max -ge $((2 * lanes))
+    fi
+done
+
+# Backpressure on every lane: a pool of 4 pages, 4 lanes into it
+saved=("${DEVMEM_MCA_ARGS[@]}")
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384 --mca btl_devmem_devflow_chunk 65536)
+if run 4 collectives 2 2 -m 2M; then
+    for r in 0 1 2 3; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" emul_pool_limited -gt 0
+    done
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
+# One lane killed mid-transfer. Rank 0 (host a) names each lane's source port at verbose 20;
+# lane 1's socket is destroyed in a's namespace, which resets the connection on both sides.
+out=$DEVMEM_TEST_TMP/lane-kill.out
+netns_mpirun 120 1 1 --mca btl_devmem_devflows 4 --mca btl_devmem_verbose 20 \
+    "$DEVMEM_MPI_BIN/pingpong" -m 16M -i 100000 >"$out" 2>&1 &
+job=$!
+port=
+for _ in $(seq 1 100); do
+    port=$(grep -aEo "dmnode-$$-a:[0-9]+\] .*device flow 1 to \[\[[0-9]+,[0-9]+\],1\] from port [0-9]+" \
+        "$out" | head -n 1 | sed -e 's/.* from port //')
+    [ -n "$port" ] && break
+    kill -0 "$job" 2>/dev/null || break
+    sleep 0.1
+done
+sleep 2 # gets in flight on every lane
+if [ -z "$port" ] || ! kill -0 "$job" 2>/dev/null; then
+    grep -av '^\[[^]]*\] \[ *[0-9]*\]' "$out" | tail -n 20
+    devmem_step_fail "lane kill: no lane-1 port named, or the job ended before the kill"
+    kill "$job" 2>/dev/null
+    wait "$job" 2>/dev/null
+else
+    start=$EPOCHREALTIME
+    if ip netns exec "$NETNS_A" ss -K -t state established "( sport = :$port )" >/dev/null; then
+        wait "$job"
+        rc=$?
+        elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+        grep -av '^\[[^]]*\] \[ *[0-9]*\]' "$out" | grep -av "device flow [0-9]* \(to\|from\)" |
+            head -n 30
+        if [ "$rc" -eq 0 ]; then
+            devmem_step_fail "lane kill: mpirun exited 0 although a lane was reset"
+        elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+            devmem_step_fail "lane kill: mpirun still running ${elapsed}s after the reset"
+        elif awk -v e="$elapsed" 'BEGIN { exit !(e < 30) }'; then
+            devmem_step_ok "lane kill: mpirun exited $rc ${elapsed}s after lane 1 (port $port) was reset"
+        else
+            devmem_step_fail "lane kill: mpirun took ${elapsed}s to exit (want < 30 s)"
+        fi
+        devmem_expect_line "$out" "lost the connection to \[\[[0-9]+,[0-9]+\],[01]\] on host dmnode-$$-[ab] .*device flow [0-9]" \
+            "lane kill: a rank names the peer and the device flow"
+    else
+        devmem_step_fail "lane kill: 'ss -K' could not destroy the socket (kernel without INET_DIAG_DESTROY?)"
+        kill "$job" 2>/dev/null
+        wait "$job" 2>/dev/null
+    fi
+fi
+devmem_finish
