@@ -17,15 +17,21 @@
 # ranks share one core, as oversubscribed ranks do on a real node). lo-hogN and ns-hogN
 # (N = 1, 2): lo or ns while N unrelated busy processes (`while :; do :; done`, not bound)
 # compete for the cores, as a monitoring agent or a compile does on a real node; the runner
-# starts them before the setting and stops them by PID after it. Each setting runs with
+# starts them before the setting and stops them by PID after it. lo-dfN and ns-dfN
+# (N = 1..16): lo or ns with devmem on the device path through the emulated kernel
+# (btl_devmem_kernel emulated, mode require) and N device-flow lanes per peer
+# (btl_devmem_devflows), beside the same tcp runs: `--settings ns-df1,ns-df2,ns-df4` compares
+# lane counts. Each setting runs with
 # Open MPI's defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for
 # both BTLs.
 # Per repetition every transport runs once, in turn (devmem, tcp, ucx, raw TCP busy, raw TCP
 # blocking), so that a slow minute of the machine hits all of them alike; the summary pairs
 # the runs of one repetition for its ratios (bench/summarize.sh), 5 repetitions by default.
 #
-# Writes DIR/results.csv (every figure), DIR/summary.txt (the table printed at the end) and,
-# with gnuplot, DIR/<setting>-y<yield>-<kind>.png. Needs a build (DEVMEM_BUILD, default
+# Writes DIR/results.csv (every figure), DIR/summary.txt (the table printed at the end),
+# DIR/calls.csv (every devmem run's receive calls, DONTNEED calls, tokens and bytes received,
+# from its stats lines; summed per MiB at the end of the summary) and, with gnuplot,
+# DIR/<setting>-y<yield>-<kind>.png. Needs a build (DEVMEM_BUILD, default
 # <repo>/build, with `make install` done) and root for the namespaces.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,6 +84,8 @@ for t in ${transports//,/ }; do
     esac
 done
 echo "setting,yield,transport,kind,rep,size,usec,MBps,msgps" >"$csv"
+calls=$out/calls.csv
+echo "setting,yield,kind,rep,recv_calls,dontneed_calls,tokens,rx_device,rx_host" >"$calls"
 : >"$log"
 echo "bench: results in $out"
 {
@@ -95,12 +103,27 @@ record() {
         print pre "," $2 "," v["usec"] "," v["MBps"] "," v["msgps"] }' "$6" >>"$csv"
 }
 
-# The setting a hog variant runs in (lo-hog2: lo), and its number of busy processes.
+# The setting a variant runs in (lo-hog2, lo-df4: lo), its number of busy processes, and
+# its device-flow lanes (0: the host path).
 base_of() {
-    echo "${1%-hog[0-9]*}"
+    local b=${1%-hog[0-9]*}
+    echo "${b%-df[0-9]*}"
 }
 hogs_of() {
     case "$1" in *-hog[0-9]*) echo "${1##*-hog}" ;; *) echo 0 ;; esac
+}
+lanes_of() {
+    case "$1" in *-df[0-9]*) echo "${1##*-df}" ;; *) echo 0 ;; esac
+}
+
+# record_calls SETTING YIELD KIND REP FILE: the devmem ranks' stats lines of FILE, summed
+record_calls() {
+    awk -F'[ =]' -v pre="$1,$2,$3,$4" '/btl_devmem stats:/ {
+            for (i = 1; i < NF; i++) v[$i] += $(i + 1)
+            n++ }
+        END { if (n) printf "%s,%d,%d,%d,%d,%d\n", pre, v["recv_calls"], v["dontneed_calls"],
+                               v["tokens_received"], v["rx_dmabuf"] + v["rx_linear"], v["rx_host"] }' \
+        "$5" >>"$calls"
 }
 
 # Unrelated busy processes, started and stopped by PID (also when the run is cut short)
@@ -150,14 +173,21 @@ run_mpi() {
     where=$(base_of "$setting")
     f=$DEVMEM_TEST_TMP/mpi.out
     [ "$kind" = rate ] && np=4
-    local args=(-t "$kind" -s "$sizes" -x "$scale" -T "$limit")
+    local args=(-t "$kind" -s "$sizes" -x "$scale" -T "$limit") lanes extra=()
+    lanes=$(lanes_of "$setting")
+    if [ "$tr" = devmem ]; then
+        extra=(--mca btl_devmem_stats 1)
+        [ "$lanes" -gt 0 ] && extra+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+            --mca btl_devmem_devflows "$lanes")
+    fi
     if [ "$where" = lo ]; then
         read -r -a mca <<<"$(mca_of "$tr" lo)"
+        mca+=("${extra[@]}")
         devmem_mpirun 900 -np "$np" "${mca[@]}" \
             --mca mpi_yield_when_idle "$y" "$MPIB" "${args[@]}" >"$f" 2>&1
     else
         read -r -a mca <<<"$(mca_of "$tr" "$NETNS_LINK")"
-        DEVMEM_MCA_ARGS=("${mca[@]}")
+        DEVMEM_MCA_ARGS=("${mca[@]}" "${extra[@]}")
         DEVMEM_BTL_NAME= NETNS_YIELD=$y NETNS_BIND=$(bind_of "$where") \
             netns_mpirun 900 $((np / 2)) $((np / 2)) "$MPIB" "${args[@]}" >"$f" 2>&1
     fi
@@ -165,6 +195,7 @@ run_mpi() {
     cat "$f" >>"$log"
     [ "$rc" -eq 0 ] || echo "bench: $setting yield=$y $tr $kind failed (exit $rc), see $log"
     record "$setting" "$y" "$tr" "$kind" "$rep" "$f"
+    [ "$tr" = devmem ] && record_calls "$setting" "$y" "$kind" "$rep" "$f"
 }
 
 # run_raw SETTING MODE KIND REP: one tcp_bench run (busy or block)
@@ -261,7 +292,10 @@ for setting in ${settings//,/ }; do
     stop_hogs
 done
 
-"$here/summarize.sh" "$csv" | tee "$out/summary.txt"
+{
+    "$here/summarize.sh" "$csv"
+    "$here/summarize.sh" --calls "$calls"
+} | tee "$out/summary.txt"
 if command -v gnuplot >/dev/null 2>&1; then
     "$here/plot.sh" "$csv" "$out" && echo "bench: plots in $out"
 else

@@ -13,8 +13,44 @@
 #   =   inside the noise: the interval holds 1, or there are fewer than 3 repetitions
 #   +   devmem better outside the noise,  -   devmem worse outside the noise
 # Usage: bench/summarize.sh results.csv
+#        bench/summarize.sh --calls calls.csv   per setting, kind and yield of devmem's runs:
+#            receive calls, SO_DEVMEM_DONTNEED calls and tokens per MiB received (the medians
+#            over the repetitions), on the host path (rx_host) or the device path (rx_device)
 set -u
-[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 results.csv" >&2; exit 2; }
+if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
+    awk -F, '
+    function sort(a, n,    i, j, t) {
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    }
+    function med(list,    a, n) {
+        n = split(substr(list, 2), a, " "); sort(a, n)
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    NR == 1 { next }
+    {
+        mib = ($8 + $9) / 1048576
+        if (mib <= 0) next
+        g = $1 SUBSEP $3 SUBSEP $2
+        if (!(g in seen)) { seen[g] = 1; order[++n] = g }
+        path[g] = $8 > $9 ? "device" : "host"
+        rc[g] = rc[g] " " $5 / mib; dn[g] = dn[g] " " $6 / mib; tk[g] = tk[g] " " $7 / mib
+        mb[g] = mb[g] " " mib
+    }
+    END {
+        if (!n) exit
+        printf "\n== devmem calls per MiB received (medians over the repetitions)\n"
+        printf "%-12s %-5s %5s %-6s %10s %12s %14s %10s\n", "setting", "kind", "yield", "path",
+               "MiB/run", "recv/MiB", "DONTNEED/MiB", "tokens/MiB"
+        for (i = 1; i <= n; i++) {
+            split(order[i], p, SUBSEP)
+            printf "%-12s %-5s %5s %-6s %10.0f %12.2f %14.2f %10.1f\n", p[1], p[2], p[3],
+                   path[order[i]], med(mb[order[i]]), med(rc[order[i]]), med(dn[order[i]]),
+                   med(tk[order[i]])
+        }
+    }' "$2"
+    exit 0
+fi
+[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 results.csv | --calls calls.csv" >&2; exit 2; }
 
 awk -F, '
 function sort(a, n,    i, j, t) {
