@@ -189,6 +189,17 @@ int main(void)
         close(memfd);
         rc = k->ops->steer(k, 1234, 1, &err);
         CHECK(-EOPNOTSUPP == rc, "real steer: not this layer's job (%s)", err.msg);
+        {
+            unsigned int queues[2] = {1, 2}, q = 0;
+            uint32_t ctx = 0;
+
+            rc = k->ops->steer_rss(k, 1234, queues, 2, &ctx, &err);
+            CHECK(-EOPNOTSUPP == rc && 0 == ctx, "real steer into an RSS context: not this "
+                  "layer's job either (%s)", err.msg);
+            rc = k->ops->sock_queue(k, 0, &q, &err);
+            CHECK(-EOPNOTSUPP == rc, "real: a flow's RX queue is not asked of the kernel (%s)",
+                  err.msg);
+        }
         rc = k->ops->unbind(k, 99, &err);
         CHECK(-ENOENT == rc, "real unbind of an unknown id: -ENOENT");
         devmem_region_release(&host);

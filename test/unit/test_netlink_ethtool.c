@@ -76,6 +76,13 @@ static void test_flow_spec(void)
          && htons(1) == fs.h_u.tcp_ip6_spec.pdst;
     CHECK(ok, "flow spec: tcp6 3-tuple (dst 2001:db8::2 port 1), source left unmasked");
 
+    f.rss_context = 3;
+    f.queue = 0;
+    ok = 0 == devmem_nic_flow_spec(&f, 0, &fs) && (TCP_V6_FLOW | FLOW_RSS) == fs.flow_type
+         && 0 == fs.ring_cookie;
+    CHECK(ok, "flow spec: into RSS context 3, the flow type carries FLOW_RSS, offset 0");
+    f.rss_context = 0;
+
     f.dst_port = 0;
     CHECK(-EINVAL == devmem_nic_flow_spec(&f, 0, &fs), "flow spec: dst_port 0 is refused");
     f.dst_port = 9;
@@ -231,6 +238,10 @@ static void test_lo(void)
     f.dst_port = 5201;
     rc = devmem_nic_flow_add("lo", &f, &id, &e);
     CHECK(-EOPNOTSUPP == rc, "flow rule on lo: \"%s\"", e.msg);
+    rc = devmem_nic_rss_ctx_create("lo", 1, 2, &id, &e);
+    CHECK(-EOPNOTSUPP == rc && 0 == id, "an RSS context on lo: \"%s\"", e.msg);
+    rc = devmem_nic_rss_ctx_delete("lo", 1, &e);
+    CHECK(-EOPNOTSUPP == rc, "deleting an RSS context on lo: \"%s\"", e.msg);
     if (0 == geteuid()) {
         rc = devmem_nic_set_header_split("lo", DEVMEM_NIC_HDS_ON, 1, 0, &e);
         CHECK(-EOPNOTSUPP == rc && NULL != strstr(e.msg, "(kernel: "),

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The emulated devmem kernel ABI (see emul.h): bindings, pools, sockets and tokens, steering,
- * DONTNEED. The receive side is emul_rx.c, the send side emul_tx.c; emul_int.h is theirs.
+ * DONTNEED. The receive side is emul_rx.c, the send side emul_tx.c, the NIC's queues and
+ * RSS contexts emul_queues.c; emul_int.h is theirs.
  *
  * What it mirrors, point by point (Linux 6.18 sources):
  *
@@ -52,8 +53,9 @@
  *
  * What it cannot mirror:
  *  - DMA: the bytes pass through the socket buffer and the CPU; nothing is zero-copy.
- *  - The NIC: header split and hds-thresh, RSS, per-queue bindings (a flow is steered by its
- *    local port only, like a 3-tuple ntuple rule), MTU/GRO-shaped frags (ours are random),
+ *  - The NIC: header split and hds-thresh, the RSS hash (emul_queues.c spreads flows over a
+ *    context's queues by arrival), the main RSS table (a flow is steered by its local port
+ *    only, like a 3-tuple ntuple rule), MTU/GRO-shaped frags (ours are random),
  *    several frags sharing one net_iov (each piece here has its own page).
  *  - Pool exhaustion: a real NIC drops packets and TCP retransmits; here the receive returns
  *    -ENOBUFS without consuming bytes, so TCP flow control holds the sender back.
@@ -337,6 +339,7 @@ void devmem_emul_close(struct devmem_emul *e)
         free(e->bind[i]);
     }
     free(e->bind);
+    devmem_emul_ctx_fini(e);
     free(e->rules);
     free(e->socks);
     free(e->pieces);
@@ -471,6 +474,7 @@ int devmem_emul_steer(struct devmem_emul *e, uint16_t port, uint32_t id,
     }
     e->rules[i].port = port;
     e->rules[i].id = id;
+    e->rules[i].ctx = 0;
     return 0;
 }
 

@@ -17,6 +17,8 @@
 #define EMUL_MAX_PIECES 1024         /* UIO_MAXIOV: pieces in one receive */
 #define EMUL_TX_BOUNCE_MAX (4u << 20) /* device-memory sends go through at most this much */
 #define EMUL_TOKEN_MAX 0x7fffffffu
+#define EMUL_QUEUES 256              /* the emulated NIC's RX queues: 0 .. EMUL_QUEUES - 1 */
+#define EMUL_BIND_QUEUES 64          /* queues one binding or RSS context may name */
 
 struct emul_binding {
     uint32_t id;
@@ -27,6 +29,16 @@ struct emul_binding {
     uint32_t *free_pages; /* RX: indices of free pages */
     size_t nfree;
     size_t refs;          /* RX: pages held by tokens */
+    unsigned int queues[EMUL_BIND_QUEUES]; /* RX: the queues bind-rx named (none: queue 0) */
+    size_t nqueues;
+};
+
+/* An RSS context (ethtool -X dev context new): an indirection table over some queues. */
+struct emul_ctx {
+    uint32_t id;
+    unsigned int queues[EMUL_BIND_QUEUES];
+    size_t nqueues;
+    uint64_t flows; /* flows steered into it so far: the next takes queue flows % nqueues */
 };
 
 struct emul_token {
@@ -51,6 +63,8 @@ struct emul_sock {
     size_t ntok;
     size_t tok_hint;        /* no free token below this one */
     uint32_t zckey;         /* next notification id */
+    int has_queue;          /* a steered flow: the RX queue it arrives on is known */
+    unsigned int queue;
     struct emul_notif *errq;
     size_t errq_n, errq_cap;
 };
@@ -64,7 +78,8 @@ struct emul_piece {
 
 struct emul_rule {
     uint16_t port;
-    uint32_t id;
+    uint32_t id;  /* the RX binding it steers to, or 0 when into an RSS context */
+    uint32_t ctx; /* the RSS context it steers into (emul_queues.c), or 0 */
 };
 
 struct devmem_emul {
@@ -76,6 +91,10 @@ struct devmem_emul {
     uint32_t next_id;
     struct emul_rule *rules;
     size_t nrules, rules_cap;
+    struct emul_ctx *ctxs;
+    size_t nctx, ctx_cap;
+    uint32_t next_ctx;
+    uint64_t queue_bytes[EMUL_QUEUES]; /* bytes received by flows on each queue */
     struct emul_sock *socks; /* indexed by fd */
     size_t socks_cap;
     struct emul_piece *pieces; /* scratch for one receive */
@@ -94,6 +113,12 @@ int devmem_emul_sock_is_tcp(int fd);
 /* the socket's family and local port (host order); 0 or -errno */
 int devmem_emul_sock_family_port(int fd, int *family, uint16_t *port);
 struct emul_binding *devmem_emul_binding_find(struct devmem_emul *e, uint32_t id);
+/* The RX binding a steered socket's flow lands in through rule r, choosing the flow's queue
+ * on first sight (emul_queues.c); NULL when its queue is bound to no live binding. */
+struct emul_binding *devmem_emul_rule_target(struct devmem_emul *e, const struct emul_rule *r,
+                                             struct emul_sock *s);
+/* Forget RSS contexts (close). */
+void devmem_emul_ctx_fini(struct devmem_emul *e);
 /* a pool page taken (scattered placement) or given back (a dead pool goes once whole) */
 uint32_t devmem_emul_pool_take(struct devmem_emul *e, struct emul_binding *b);
 void devmem_emul_pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t page);

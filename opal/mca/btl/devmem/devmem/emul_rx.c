@@ -38,9 +38,7 @@ static struct emul_binding *steered(struct devmem_emul *e, struct emul_sock *s, 
     }
     for (i = 0; i < e->nrules; i++) {
         if (e->rules[i].port == s->port) {
-            struct emul_binding *b = devmem_emul_binding_find(e, e->rules[i].id);
-
-            return (NULL != b && b->alive) ? b : NULL;
+            return devmem_emul_rule_target(e, &e->rules[i], s);
         }
     }
     return NULL;
@@ -266,6 +264,14 @@ static int land_pieces(struct devmem_emul *e, struct emul_sock *s, struct emul_b
     return fail;
 }
 
+/* A receive of ret bytes on s: counted on the RX queue its flow arrives on, if steered. */
+static void count_queue(struct devmem_emul *e, const struct emul_sock *s, ssize_t ret)
+{
+    if (ret > 0 && NULL != s && s->has_queue && s->queue < EMUL_QUEUES) {
+        e->queue_bytes[s->queue] += (uint64_t) ret;
+    }
+}
+
 /*
  * A devmem receive on a steered socket, in the kernel's terms: refuse a control buffer
  * with no room for one cmsg (-ETOOSMALL) and a full pool (-ENOBUFS, the bytes stay in the
@@ -386,7 +392,9 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
     b = (NULL != s) ? steered(e, s, fd) : NULL;
     if (NULL == b) {
         /* An unbound queue: ordinary TCP data, no cmsg, whatever the flag says. */
-        return plain_recv(e, fd, msg, flags);
+        ret = plain_recv(e, fd, msg, flags);
+        count_queue(e, s, ret);
+        return ret;
     }
     /* Wait (or not) for data as the socket would; EOF and errors pass through. At EOF the
      * kernel reports an empty control area (recvmsg writes back msg_controllen 0). */
@@ -403,7 +411,10 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         return -EFAULT;
     }
     if ((size_t) devmem_emul_rnd_below(e, 100) < e->cfg.readable_pct) {
-        return plain_recv(e, fd, msg, flags); /* a readable skb: header split did not happen */
+        ret = plain_recv(e, fd, msg, flags); /* a readable skb: header split did not happen */
+    } else {
+        ret = devmem_recv(e, s, b, fd, msg, flags);
     }
-    return devmem_recv(e, s, b, fd, msg, flags);
+    count_queue(e, s, ret);
+    return ret;
 }

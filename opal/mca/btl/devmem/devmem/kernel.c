@@ -104,6 +104,28 @@ static int real_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
                           "ethtool ntuple rule (the NIC layer or the helper), not here");
 }
 
+static int real_steer_rss(struct devmem_kernel *k, uint16_t port, const unsigned int *queues,
+                          size_t n, uint32_t *ctx, struct devmem_err *err)
+{
+    if (NULL != ctx) {
+        *ctx = 0;
+    }
+    return devmem_err_set(err, EOPNOTSUPP, "steer into an RSS context: on a real NIC this is "
+                          "ethtool's job (the NIC layer or the helper), not here");
+}
+
+static int real_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
+{
+    return real_steer_rss(k, 0, NULL, 0, NULL, err);
+}
+
+static int real_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
+                           struct devmem_err *err)
+{
+    return devmem_err_set(err, EOPNOTSUPP, "which RX queue a flow arrives on is not asked of "
+                          "the real kernel (the NIC's per-queue counters tell)");
+}
+
 static ssize_t real_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
                          struct devmem_err *err)
 {
@@ -140,6 +162,9 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
     .bind_tx = real_bind_tx,
     .unbind = real_unbind,
     .steer = real_steer,
+    .steer_rss = real_steer_rss,
+    .rss_del = real_rss_del,
+    .sock_queue = real_sock_queue,
     .recv = real_recv,
     .dontneed = real_dontneed,
     .send = real_send,
@@ -152,7 +177,8 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
 static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
                        struct devmem_err *err)
 {
-    return devmem_emul_bind_rx(k->emul, req->region, id, err);
+    return devmem_emul_bind_rx_queues(k->emul, req->region, req->queues,
+                                      NULL == req->queues ? 0 : req->nqueues, id, err);
 }
 
 static int emu_bind_tx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
@@ -170,6 +196,31 @@ static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
                      struct devmem_err *err)
 {
     return devmem_emul_steer(k->emul, port, id, err);
+}
+
+static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, const unsigned int *queues,
+                         size_t n, uint32_t *ctx, struct devmem_err *err)
+{
+    int rc = devmem_emul_rss_ctx_create(k->emul, queues, n, ctx, err);
+
+    if (0 == rc && 0 != (rc = devmem_emul_steer_ctx(k->emul, port, *ctx, err))) {
+        (void) devmem_emul_rss_ctx_delete(k->emul, *ctx, NULL);
+        *ctx = 0;
+    }
+    return rc;
+}
+
+static int emu_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
+{
+    return devmem_emul_rss_ctx_delete(k->emul, ctx, err);
+}
+
+static int emu_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
+                          struct devmem_err *err)
+{
+    int rc = devmem_emul_sock_queue(k->emul, fd, queue);
+
+    return 0 == rc ? 0 : devmem_err_set(err, -rc, "emul: socket %d: no steered flow seen yet", fd);
 }
 
 static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
@@ -247,6 +298,9 @@ const struct devmem_kernel_ops devmem_kernel_emulated_ops = {
     .bind_tx = emu_bind_tx,
     .unbind = emu_unbind,
     .steer = emu_steer,
+    .steer_rss = emu_steer_rss,
+    .rss_del = emu_rss_del,
+    .sock_queue = emu_sock_queue,
     .recv = emu_recv,
     .dontneed = emu_dontneed,
     .send = emu_send,

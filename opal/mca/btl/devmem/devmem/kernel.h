@@ -49,6 +49,16 @@ struct devmem_kernel_ops {
     /* Steer TCP flows whose local port is `port` to RX binding id (0 removes). Emulated only:
      * on a real NIC this is an ethtool ntuple rule (nic.c or the helper): -EOPNOTSUPP. */
     int (*steer)(struct devmem_kernel *k, uint16_t port, uint32_t id, struct devmem_err *err);
+    /* Steer them into a new RSS context over n queues of RX bindings instead, each flow
+     * landing on one queue; *ctx names it. steer(port, 0) removes the rule, rss_del the
+     * context after. Emulated only, like steer (real: nic.c or the helper): -EOPNOTSUPP. */
+    int (*steer_rss)(struct devmem_kernel *k, uint16_t port, const unsigned int *queues,
+                     size_t n, uint32_t *ctx, struct devmem_err *err);
+    int (*rss_del)(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err);
+    /* The RX queue socket fd's flow arrives on: 0, -ENOENT while not yet known (emulated:
+     * before its first receive), -EOPNOTSUPP (real: not asked yet; see the NIC's counters). */
+    int (*sock_queue)(struct devmem_kernel *k, int fd, unsigned int *queue,
+                      struct devmem_err *err);
     /* One devmem receive into b (see rx.h): bytes consumed (0 = end of stream) or -errno;
      * -ENOBUFS (emulated) when the pool is full: return tokens, then retry. */
     ssize_t (*recv)(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,

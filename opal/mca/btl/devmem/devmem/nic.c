@@ -290,6 +290,63 @@ int devmem_nic_reset_rss(const char *ifname, struct devmem_err *err)
     return ethtool_ioctl(ifname, &t, "reset RSS table", err);
 }
 
+int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned int n,
+                              uint32_t *ctx, struct devmem_err *err)
+{
+    struct ethtool_rxfh head, *t = NULL;
+    int rc;
+
+    *ctx = 0;
+    if (0 == n) {
+        return devmem_err_set(err, EINVAL, "ethtool: create RSS context on %s: no queues",
+                              ifname);
+    }
+    memset(&head, 0, sizeof(head));
+    head.cmd = ETHTOOL_GRSSH; /* sizes 0: the kernel says how large the table and key are */
+    rc = ethtool_ioctl(ifname, &head, "get RSS table size", err);
+    if (rc < 0) {
+        goto cleanup;
+    }
+    if (0 == head.indir_size || head.indir_size > 65536) {
+        rc = devmem_err_set(err, EOPNOTSUPP, "ethtool: create RSS context on %s: the driver "
+                            "reports an RSS table of %u entries", ifname, head.indir_size);
+        goto cleanup;
+    }
+    t = calloc(1, sizeof(*t) + head.indir_size * sizeof(t->rss_config[0]));
+    if (NULL == t) {
+        rc = devmem_err_set(err, ENOMEM, "ethtool: create RSS context on %s: out of memory",
+                            ifname);
+        goto cleanup;
+    }
+    t->cmd = ETHTOOL_SRSSH;
+    t->rss_context = ETH_RXFH_CONTEXT_ALLOC;
+    t->indir_size = head.indir_size;
+    t->key_size = 0;                  /* the driver's key */
+    t->hfunc = 0;                     /* and its hash function (ETH_RSS_HASH_NO_CHANGE) */
+    for (uint32_t i = 0; i < head.indir_size; i++) {
+        t->rss_config[i] = first + i % n;
+    }
+    rc = ethtool_ioctl(ifname, t, "create RSS context", err);
+    if (rc < 0) {
+        goto cleanup;
+    }
+    *ctx = t->rss_context; /* the kernel writes the new context's id back */
+cleanup:
+    free(t);
+    return rc;
+}
+
+int devmem_nic_rss_ctx_delete(const char *ifname, uint32_t ctx, struct devmem_err *err)
+{
+    struct ethtool_rxfh t;
+
+    memset(&t, 0, sizeof(t));
+    t.cmd = ETHTOOL_SRSSH;
+    t.rss_context = ctx; /* a table size of 0 on a context other than 0 deletes it */
+    t.hfunc = 0; /* ETH_RSS_HASH_NO_CHANGE, kernel-internal */
+    return ethtool_ioctl(ifname, &t, "delete RSS context", err);
+}
+
 /* ---- ntuple and flow rules ---------------------------------------------------------------- */
 
 int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err)
@@ -371,6 +428,9 @@ int devmem_nic_flow_spec(const struct devmem_nic_flow *flow, uint32_t location,
         }
     } else {
         return -EINVAL;
+    }
+    if (0 != flow->rss_context) {
+        fs->flow_type |= FLOW_RSS; /* the rxnfc's rss_context names the context */
     }
     fs->ring_cookie = flow->queue;
     fs->location = location;
@@ -516,6 +576,7 @@ int devmem_nic_flow_add(const char *ifname, const struct devmem_nic_flow *flow,
     }
     nfc.cmd = ETHTOOL_SRXCLSRLINS;
     nfc.fs.location = loc;
+    nfc.rss_context = flow->rss_context;
     rc = ethtool_ioctl(ifname, &nfc, "add flow rule", err);
     if (rc < 0) {
         goto cleanup;

@@ -83,6 +83,13 @@ int devmem_nic_set_rss_equal(const char *ifname, unsigned int nqueues, struct de
 /* Give the table back to the driver's default. */
 int devmem_nic_reset_rss(const char *ifname, struct devmem_err *err);
 
+/* An RSS context over queues first..first+n-1 ("ethtool -X IF context new start FIRST equal
+ * N", ETHTOOL_SRSSH with ETH_RXFH_CONTEXT_ALLOC): *ctx is its id, for flow rules
+ * (devmem_nic_flow.rss_context) and for deleting it once no rule points at it. */
+int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned int n,
+                              uint32_t *ctx, struct devmem_err *err);
+int devmem_nic_rss_ctx_delete(const char *ifname, uint32_t ctx, struct devmem_err *err);
+
 /* ntuple filters ("ethtool -K IF ntuple on"), through ETHTOOL_GFLAGS / SFLAGS. */
 int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err);
 int devmem_nic_set_ntuple(const char *ifname, int on, struct devmem_err *err);
@@ -97,7 +104,9 @@ struct devmem_nic_flow {
     } dst, src;
     uint16_t dst_port; /* host byte order */
     uint16_t src_port; /* host byte order; 0: any */
-    uint32_t queue;    /* RX queue to steer to */
+    uint32_t queue;    /* RX queue to steer to; with rss_context: an offset added to the
+                        * queue the context's table picks (0) */
+    uint32_t rss_context; /* 0: to queue; else spread over this RSS context's queues */
 };
 
 /* ETHTOOL_GRXCLSRLCNT: rules in use and the size of the rule table (0 when the driver places
