@@ -93,6 +93,9 @@ int main(int argc, char **argv)
     rbuf = xmalloc(test_opt.max_size);
     MPI_Barrier(MPI_COMM_WORLD); /* connections made: the counters only grow from here */
     read_all(session, h, before);
+    /* and no rank sends before every rank has read: a peer that left the first barrier early
+     * could otherwise have its first message counted in our "before" */
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < test_opt.iters; i++) {
         pat_fill(sbuf, test_opt.max_size, test_rank, peer, (uint64_t) i, 0);
         MPI_Sendrecv(sbuf, (int) test_opt.max_size, MPI_BYTE, peer, 7, rbuf,
