@@ -318,21 +318,22 @@ devmem_expect_stat() {
 # step: the device path was on (devmem_modules > 0), every token handed out came back
 # (tokens_received == tokens_returned), no protocol error, and when DMABUF is 1, payload
 # landed in the RX pool (rx_dmabuf > 0).
-# devmem_expect_lanes FILE RANK N: rank RANK's lanes line ("btl_devmem lanes: rank=R
-# rx_bytes=B0,B1,...") names exactly N device-flow lanes, and every one of them carried bytes.
-devmem_expect_lanes() {
-    local file=$1 rank=$2 n=$3 line bytes
-    line=$(grep -aEo "btl_devmem lanes: rank=$rank rx_bytes=[0-9,]+" "$file" | tail -n 1)
+# devmem_expect_spread FILE RANK lanes|queues N: rank RANK's lanes (or queues) line
+# ("btl_devmem lanes: rank=R rx_bytes=B0,B1,...") names exactly N device-flow lanes (RX
+# queues), and every one of them carried bytes.
+devmem_expect_spread() {
+    local file=$1 rank=$2 what=$3 n=$4 line bytes
+    line=$(grep -aEo "btl_devmem $what: rank=$rank rx_bytes=[0-9,]+" "$file" | tail -n 1)
     if [ -z "$line" ]; then
-        devmem_step_fail "rank $rank: no 'btl_devmem lanes' line (want $n lanes carrying bytes)"
+        devmem_step_fail "rank $rank: no 'btl_devmem $what' line (want $n $what carrying bytes)"
         return 1
     fi
     bytes=${line##*rx_bytes=}
     if awk -v b="$bytes" -v n="$n" 'BEGIN { k = split(b, v, ","); if (k != n) exit 1
                                            for (i = 1; i <= k; i++) if (v[i] + 0 <= 0) exit 1 }'; then
-        devmem_step_ok "rank $rank: bytes received per lane $bytes"
+        devmem_step_ok "rank $rank: bytes received per ${what%s} $bytes"
     else
-        devmem_step_fail "rank $rank: bytes received per lane $bytes (want $n lanes, each > 0)"
+        devmem_step_fail "rank $rank: bytes received per ${what%s} $bytes (want $n $what, each > 0)"
         return 1
     fi
 }

@@ -70,7 +70,7 @@ if devmem_run_checked "mixed: rank 0 real/auto, rank 1 emulated" pingpong 2 "$li
     devmem_expect_stat "$DEVMEM_LAST_OUT" 0 devmem_modules -eq 0
     # rank 0 opens btl_devmem_devflows' default of 4 lanes into rank 1's pool
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 devflows -eq 4
-    devmem_expect_lanes "$DEVMEM_LAST_OUT" 1 4
+    devmem_expect_spread "$DEVMEM_LAST_OUT" 1 lanes 4
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 rx_dmabuf -gt 0
     got=$(devmem_stat "$DEVMEM_LAST_OUT" 1 tokens_received)
     devmem_expect_stat "$DEVMEM_LAST_OUT" 1 tokens_returned -eq "${got:--1}"

@@ -78,7 +78,7 @@ if NETNS_BTL_IF=2001:db8:1::/64 run "IPv6 device path, if_include by IPv6 networ
     devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
     for r in 0 1; do # btl_devmem_devflows' default: 4 lanes, each claimed over IPv6
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflows -eq 4
-        devmem_expect_lanes "$DEVMEM_LAST_OUT" "$r" 4
+        devmem_expect_spread "$DEVMEM_LAST_OUT" "$r" lanes 4
     done
 fi
 NETNS_BTL_IF=$v6 run "IPv6 device path" nonblocking 2 2 -n 100 -m 256k &&

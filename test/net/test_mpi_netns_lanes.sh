@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Several device flows (lanes) per peer across two namespaced "hosts", through the emulated
-# kernel: 256 MiB ping-pongs with 1, 2 and 4 lanes (btl_devmem_devflows), every byte checked,
-# every token returned, and every lane carrying bytes (the lanes line); 4 lanes into a
-# 4-page RX pool (backpressure on all of them at once); then one lane killed in the middle
-# of a transfer (ss -K on its socket): the job must end, naming the peer, well within 30 s.
+# kernel: 256 MiB ping-pongs with 1, 2 and 4 lanes (btl_devmem_devflows) into as many RX
+# queues (an RSS context over them), then 4 lanes into 2 queues and into 1; every byte
+# checked, every token returned, every lane and every queue carrying bytes (the lanes and
+# queues lines); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
+# one lane killed in the middle of a transfer (ss -K on its socket): the job must end,
+# naming the peer, well within 30 s.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -17,30 +19,34 @@ DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
     --mca btl_devmem_stats 1)
 limit=$DEVMEM_MPI_LIMIT
 
-run() { # LANES PROG NA NB PROG-ARGS...
-    local lanes=$1 prog=$2 na=$3 nb=$4 r
-    shift 4
-    devmem_run_checked "$prog $na+$nb ranks, $lanes lanes${*:+ $*}" "$prog" $((na + nb)) \
-        "$limit" netns_mpirun "$limit" "$na" "$nb" --mca btl_devmem_devflows "$lanes" \
-        "$DEVMEM_MPI_BIN/$prog" "$@" || return 1
+run() { # LANES QUEUES PROG NA NB PROG-ARGS...
+    local lanes=$1 queues=$2 prog=$3 na=$4 nb=$5 r
+    shift 5
+    devmem_run_checked "$prog $na+$nb ranks, $lanes lanes, $queues queues${*:+ $*}" "$prog" \
+        $((na + nb)) "$limit" netns_mpirun "$limit" "$na" "$nb" --mca btl_devmem_devflows "$lanes" \
+        --mca btl_devmem_rx_queues "$queues" "$DEVMEM_MPI_BIN/$prog" "$@" || return 1
     devmem_expect_device_path "$DEVMEM_LAST_OUT" $((na + nb)) 1
     for ((r = 0; r < na + nb; r++)); do
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_lanes -eq "$lanes"
-        devmem_expect_lanes "$DEVMEM_LAST_OUT" "$r" "$lanes"
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_queues -eq "$queues"
+        devmem_expect_spread "$DEVMEM_LAST_OUT" "$r" lanes "$lanes"
+        devmem_expect_spread "$DEVMEM_LAST_OUT" "$r" queues "$queues"
     done
 }
 
 for lanes in 1 2 4; do
-    if run "$lanes" pingpong 1 1 -m 256M && [ "$lanes" -gt 1 ]; then
+    if run "$lanes" "$lanes" pingpong 1 1 -m 256M && [ "$lanes" -gt 1 ]; then
         # 16 MiB gets in 512 KiB chunks: many chunks in flight over the lanes at once
         devmem_expect_stat "$DEVMEM_LAST_OUT" 0 chunks_inflight_max -ge $((2 * lanes))
     fi
 done
+run 4 2 pingpong 1 1 -m 64M
+run 4 1 pingpong 1 1 -m 64M
 
 # Backpressure on every lane: a pool of 4 pages, 4 lanes into it
 saved=("${DEVMEM_MCA_ARGS[@]}")
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384 --mca btl_devmem_devflow_chunk 65536)
-if run 4 collectives 2 2 -m 2M; then
+if run 4 4 collectives 2 2 -m 2M; then
     for r in 0 1 2 3; do
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" emul_pool_limited -gt 0
     done

@@ -145,15 +145,18 @@ int main(void)
     devmem_region_alloc(&a, &devmem_provider_host, 256 * 4096, 0, NULL);
     devmem_region_alloc(&b, &devmem_provider_host, 256 * 4096, 0, NULL);
 
-    CHECK(0 == devmem_emul_bind_rx_queues(e, &a, qa, 2, &ids[0], &err)
-              && 0 == devmem_emul_bind_rx_queues(e, &b, qb, 1, &ids[1], &err),
+    CHECK(0 == devmem_emul_bind_rx_queues(e, &a, 1, qa, 2, &ids[0], &err)
+              && 0 == devmem_emul_bind_rx_queues(e, &b, 1, qb, 1, &ids[1], &err),
           "bind-rx of pool A over queues 3-4 and of pool B over queue 5: bindings %u, %u",
           ids[0], ids[1]);
-    CHECK(-EBUSY == devmem_emul_bind_rx_queues(e, &b, qb, 1, &extra, &err),
+    CHECK(-EBUSY == devmem_emul_bind_rx_queues(e, &b, 1, qb, 1, &extra, &err),
           "bind-rx over a queue bound already: -EBUSY (%s)", err.msg);
-    CHECK(-EINVAL == devmem_emul_bind_rx_queues(e, &b, twice, 2, &extra, &err),
+    CHECK(-EINVAL == devmem_emul_bind_rx_queues(e, &b, 1, twice, 2, &extra, &err),
           "bind-rx naming a queue twice: -EINVAL (%s)", err.msg);
-    CHECK(0 == devmem_emul_rss_ctx_create(e, ctxq, 3, &ctx, &err) && ctx >= 1,
+    CHECK(0 == devmem_emul_bind_rx_queues(e, &b, 2, qb, 1, &extra, &err)
+              && 0 == devmem_emul_unbind(e, extra, &err),
+          "queue 5 of another interface binds (and unbinds) alongside");
+    CHECK(0 == devmem_emul_rss_ctx_create(e, 1, ctxq, 3, &ctx, &err) && ctx >= 1,
           "an RSS context over queues 3-5: context %u", ctx);
     CHECK(0 == connect_flows(FLOWS, snd, rcv, &port), "%d loopback flows to one port", FLOWS);
     CHECK(0 == devmem_emul_steer_ctx(e, port, ctx, &err), "port %u steered into context %u",
@@ -200,7 +203,7 @@ int main(void)
         devmem_emul_sock_close(e, rcv[f]);
         close(rcv[f]);
     }
-    CHECK(0 == devmem_emul_rss_ctx_create(e, lonely, 1, &ctx2, &err) && ctx2 != ctx
+    CHECK(0 == devmem_emul_rss_ctx_create(e, 1, lonely, 1, &ctx2, &err) && ctx2 != ctx
               && 0 == connect_flows(1, snd, rcv, &port)
               && 0 == devmem_emul_steer_ctx(e, port, ctx2, &err),
           "a new context (%u) over queue 7, bound to nothing, and a flow into it", ctx2);

@@ -193,7 +193,7 @@ int main(void)
             unsigned int queues[2] = {1, 2}, q = 0;
             uint32_t ctx = 0;
 
-            rc = k->ops->steer_rss(k, 1234, queues, 2, &ctx, &err);
+            rc = k->ops->steer_rss(k, 1234, 1, queues, 2, &ctx, &err);
             CHECK(-EOPNOTSUPP == rc && 0 == ctx, "real steer into an RSS context: not this "
                   "layer's job either (%s)", err.msg);
             rc = k->ops->sock_queue(k, 0, &q, &err);

@@ -59,6 +59,9 @@ struct mca_btl_devmem_proc_t;
  * and cost a host-memory job nothing (lanes open only where the device path is on). */
 #define MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT 4
 
+/* RX queues one pool may be bound to (the helper's protocol allows as many). */
+#define MCA_BTL_DEVMEM_RX_QUEUES_MAX 64
+
 #define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
 #define MCA_BTL_DEVMEM_MODEX_VERSION 3
 
@@ -132,6 +135,7 @@ typedef struct mca_btl_devmem_component_t {
     char *rx_provider;      /* auto | cuda | udmabuf | drm | host */
     size_t rx_pool_size;    /* bytes of RX pool per module */
     int rx_queue;           /* real: the RX queue to bind, -1: the last ones, by local rank */
+    int rx_queues;          /* RX queues per pool, -1: as many as devflows where there are */
     int rx_batch;           /* most bytes one devmem receive takes */
     int devflow_min;        /* smaller gets stay on the control connection */
     int devflows;           /* device-flow lanes opened to each peer */
@@ -175,6 +179,9 @@ typedef struct mca_btl_devmem_component_t {
     /* device-flow bytes received per lane number, all peers together (the stats' lanes
      * line): whether the striping spreads */
     _Atomic uint64_t lane_rx_bytes[MCA_BTL_DEVMEM_DEVFLOWS_MAX];
+    /* device-flow bytes received per RX queue, by the queue's place in its module's set (the
+     * stats' queues line): whether the RSS context spreads the lanes */
+    _Atomic uint64_t queue_rx_bytes[MCA_BTL_DEVMEM_RX_QUEUES_MAX];
 } mca_btl_devmem_component_t;
 
 MCA_BTL_DEVMEM_EXPORT extern mca_btl_devmem_component_t mca_btl_devmem_component;

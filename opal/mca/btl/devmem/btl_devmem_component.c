@@ -214,6 +214,14 @@ static int component_register(void)
             "local rank, so ranks sharing a NIC take distinct queues). RSS must not spread "
             "other flows onto it",
             OPAL_INFO_LVL_5, &c->rx_queue);
+    c->rx_queues = -1;
+    reg_int("rx_queues",
+            "RX queues each interface's pool is bound to, 1-64; with more than one, the "
+            "device-flow port is steered into an RSS context over them, so that a peer's lanes "
+            "arrive on several queues (several softirq cores). -1: as many as "
+            "btl_devmem_devflows, fewer where the NIC (or the helper's policy) has fewer to "
+            "spare",
+            OPAL_INFO_LVL_4, &c->rx_queues);
     c->rx_batch = 1 << 20;
     reg_int("rx_batch",
             "Most bytes one devmem receive takes (its linear buffer; tokens are returned "
@@ -356,6 +364,31 @@ static int component_register(void)
                                        &mca_btl_devmem_module_template.super);
 }
 
+/* The device-flow parameters' ranges; OPAL_ERR_BAD_PARAM with the user told which. */
+static int check_lane_params(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    const char *name = NULL, *valid = NULL;
+    char value[32];
+
+    if (c->devflows < 1 || c->devflows > (int) MCA_BTL_DEVMEM_DEVFLOWS_MAX) {
+        name = "btl_devmem_devflows", valid = "1 to 16";
+        snprintf(value, sizeof(value), "%d", c->devflows);
+    } else if (c->devflow_chunk < 4096) {
+        name = "btl_devmem_devflow_chunk", valid = "4096 or more";
+        snprintf(value, sizeof(value), "%zu", c->devflow_chunk);
+    } else if (0 == c->rx_queues || c->rx_queues < -1
+               || c->rx_queues > MCA_BTL_DEVMEM_RX_QUEUES_MAX) {
+        name = "btl_devmem_rx_queues", valid = "-1, or 1 to 64";
+        snprintf(value, sizeof(value), "%d", c->rx_queues);
+    }
+    if (NULL != name) {
+        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, name, value, valid);
+        return OPAL_ERR_BAD_PARAM;
+    }
+    return OPAL_SUCCESS;
+}
+
 /* ---------------------------------------------------------------- open / close */
 
 static int component_open(void)
@@ -381,6 +414,7 @@ static int component_open(void)
     c->modules = NULL;
     memset(&c->stats, 0, sizeof(c->stats));
     memset(c->lane_rx_bytes, 0, sizeof(c->lane_rx_bytes));
+    memset(c->queue_rx_bytes, 0, sizeof(c->queue_rx_bytes));
     OBJ_CONSTRUCT(&c->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&c->procs, opal_proc_table_t);
     opal_proc_table_init(&c->procs, 16, 256);
@@ -527,15 +561,7 @@ static int create_modules(void)
                        c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
     }
-    if (c->devflows < 1 || c->devflows > (int) MCA_BTL_DEVMEM_DEVFLOWS_MAX
-        || c->devflow_chunk < 4096) {
-        char value[32];
-        bool lanes = c->devflows < 1 || c->devflows > (int) MCA_BTL_DEVMEM_DEVFLOWS_MAX;
-
-        snprintf(value, sizeof(value), "%zu", lanes ? (size_t) c->devflows : c->devflow_chunk);
-        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true,
-                       lanes ? "btl_devmem_devflows" : "btl_devmem_devflow_chunk", value,
-                       lanes ? "1 to 16" : "4096 or more");
+    if (OPAL_SUCCESS != check_lane_params()) {
         return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),

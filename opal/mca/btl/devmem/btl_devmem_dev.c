@@ -239,29 +239,52 @@ static int probe_nic(const struct mca_btl_devmem_if *itf, unsigned int queue, ch
     return rc;
 }
 
-/* The queue this rank binds: the configured one, or the last RX queue minus the local rank,
- * so that ranks sharing a NIC take distinct queues and RSS keeps the low ones. */
-static int pick_queue(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
-                      unsigned int *queue, char *why, size_t len)
+/* RX queues a pool asks for: btl_devmem_rx_queues, or by default one per lane a peer opens. */
+static unsigned int queues_wanted(void)
+{
+    int n = mca_btl_devmem_component.rx_queues;
+
+    return n > 0 ? (unsigned int) n : (unsigned int) mca_btl_devmem_component.devflows;
+}
+
+/* The queues this rank binds, *first .. *first + *n - 1: from the configured first queue, or
+ * the last ones of the NIC, local rank r taking the r-th group from the top, so that ranks
+ * sharing a NIC take distinct queues and RSS keeps the low ones. By default (rx_queues -1)
+ * fewer than wanted where the NIC has fewer to spare; an explicit count must fit. */
+static int pick_queues(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
+                       unsigned int *first, unsigned int *n, char *why, size_t len)
 {
     int local = opal_process_info.my_local_rank > 0 ? opal_process_info.my_local_rank : 0;
+    bool fixed = mca_btl_devmem_component.rx_queues > 0;
+    unsigned int want = queues_wanted();
 
     if (mca_btl_devmem_component.rx_queue >= 0) {
-        *queue = (unsigned int) mca_btl_devmem_component.rx_queue;
-        if (*queue >= n_rx) {
-            say(why, len, "btl_devmem_rx_queue %u does not exist: %s has %u RX queues", *queue,
+        *first = (unsigned int) mca_btl_devmem_component.rx_queue;
+        if (*first >= n_rx) {
+            say(why, len, "btl_devmem_rx_queue %u does not exist: %s has %u RX queues", *first,
                 itf->name, n_rx);
+            return -EINVAL;
+        }
+        *n = !fixed && *first + want > n_rx ? n_rx - *first : want;
+        if (*first + *n > n_rx) {
+            say(why, len, "btl_devmem_rx_queues %u from queue %u: %s has %u RX queues", *n,
+                *first, itf->name, n_rx);
             return -EINVAL;
         }
         return 0;
     }
-    if ((int) n_rx - 1 - local < 1) {
-        say(why, len, "%s has %u RX queue(s): none left for local rank %d once queue 0 stays "
-            "with RSS (set btl_devmem_rx_queue, or add channels: ethtool -L)", itf->name, n_rx,
-            local);
+    /* queue 0 stays with RSS: n_rx - 1 queues for the local ranks' groups */
+    if (!fixed && (unsigned int) (local + 1) * want > n_rx - 1 && n_rx > 1) {
+        want = (n_rx - 1) / (unsigned int) (local + 1);
+    }
+    if (0 == want || n_rx < 1 || (unsigned int) (local + 1) * want > n_rx - 1) {
+        say(why, len, "%s has %u RX queue(s): not %u left for local rank %d once queue 0 stays "
+            "with RSS (set btl_devmem_rx_queue(s), or add channels: ethtool -L)", itf->name,
+            n_rx, 0 == want ? 1 : want, local);
         return -ENOSPC;
     }
-    *queue = n_rx - 1 - (unsigned int) local;
+    *n = want;
+    *first = n_rx - (unsigned int) (local + 1) * want;
     return 0;
 }
 
@@ -287,21 +310,30 @@ static int check_rss(const struct mca_btl_devmem_if *itf, unsigned int queue, ch
     return 0;
 }
 
-/* Ask the helper to bind the pool (fd: its dmabuf, or the emulation's memfd) and steer the
- * listen socket's port; it picks the queue. */
+/* Ask the helper to bind the pool (fd: its dmabuf, or the emulation's memfd) to the queues
+ * wanted and steer the listen socket's port (into an RSS context over them when several);
+ * it picks the queues. By default, a refusal of several queues is asked again for one. */
 static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_t len)
 {
     struct devmem_helper_reply reply;
     struct devmem_err e;
-    int rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, 1, fd,
+    unsigned int want = queues_wanted();
+    int rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, want, fd,
                                    d->listen_fd, &reply, &e);
 
+    if (0 != rc && want > 1 && mca_btl_devmem_component.rx_queues < 0 && -EPERM != rc) {
+        DEVMEM_VERBOSE(1, "devmem-helperd refused %u RX queues on %s (%s): asking for one",
+                       want, d->module->itf.name, e.msg);
+        rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, 1, fd,
+                                   d->listen_fd, &reply, &e);
+    }
     if (0 != rc) {
         say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->module->itf.name, e.msg);
         return rc;
     }
     d->helper_id = reply.binding_id;
     d->rx_queue = reply.first_queue;
+    d->rx_nqueues = reply.nqueues;
     return 0;
 }
 
@@ -375,25 +407,39 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
         say(why, len, "no dmabuf exporter for the RX pool: %s", pool_why);
         return -ENODEV;
     }
-    if (0 != (rc = pick_queue(itf, n_rx, &d->rx_queue, why, len))
+    if (0 != (rc = pick_queues(itf, n_rx, &d->rx_queue, &d->rx_nqueues, why, len))
         || 0 != (rc = check_rss(itf, d->rx_queue, why, len))) {
         return rc;
     }
     {
-        struct devmem_bind_req req = {itf->ifindex, &d->rx_queue, 1, &d->pool};
+        unsigned int queues[MCA_BTL_DEVMEM_RX_QUEUES_MAX];
+        struct devmem_bind_req req = {itf->ifindex, queues, d->rx_nqueues, &d->pool};
+
+        for (unsigned int i = 0; i < d->rx_nqueues; i++) {
+            queues[i] = d->rx_queue + i;
+        }
         rc = dev_state.k->ops->bind_rx(dev_state.k, &req, &d->rx_id, &e);
     }
     if (0 != rc) {
-        say(why, len, "the kernel refuses bind-rx on %s (RX queue %u): %s", itf->name,
-            d->rx_queue, e.msg);
+        say(why, len, "the kernel refuses bind-rx on %s (RX queues %u-%u): %s", itf->name,
+            d->rx_queue, d->rx_queue + d->rx_nqueues - 1, e.msg);
         return rc;
     }
     if (0 != (rc = open_listener(d, why, len))) {
         return rc;
     }
+    if (d->rx_nqueues > 1
+        && 0 != (rc = devmem_nic_rss_ctx_create(itf->name, d->rx_queue, d->rx_nqueues,
+                                                &d->rss_ctx, &e))) {
+        say(why, len, "cannot make an RSS context over RX queues %u-%u on %s: %s (set "
+            "btl_devmem_rx_queues 1 for one queue without one)", d->rx_queue,
+            d->rx_queue + d->rx_nqueues - 1, itf->name, e.msg);
+        return rc;
+    }
     {
         struct devmem_nic_flow flow = {.family = itf->addr.family, .dst_port = d->listen_port,
-                                       .queue = d->rx_queue};
+                                       .queue = 0 != d->rss_ctx ? 0 : d->rx_queue,
+                                       .rss_context = d->rss_ctx};
         uint32_t rule = 0;
 
         if (AF_INET == itf->addr.family) {
@@ -403,9 +449,10 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
         }
         rc = devmem_nic_flow_add(itf->name, &flow, &rule, &e);
         if (0 != rc) {
-            say(why, len, "cannot steer port %u to RX queue %u on %s: %s (needs CAP_NET_ADMIN "
-                "and ntuple filters: ethtool -K %s ntuple on)", (unsigned) d->listen_port,
-                d->rx_queue, itf->name, e.msg, itf->name);
+            say(why, len, "cannot steer port %u to RX queue%s %u-%u on %s: %s (needs "
+                "CAP_NET_ADMIN and ntuple filters: ethtool -K %s ntuple on)",
+                (unsigned) d->listen_port, d->rx_nqueues > 1 ? "s" : "", d->rx_queue,
+                d->rx_queue + d->rx_nqueues - 1, itf->name, e.msg, itf->name);
             return rc;
         }
         d->steer_rule = (int) rule;
@@ -415,9 +462,12 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
 
 /* ---------------------------------------------------------------- emulated kernel */
 
+/* The emulated NIC: queue 0 is RSS's, the pool takes queues 1 .. n (each process has an
+ * emulation of its own), or the ones the helper granted. */
 static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    struct devmem_bind_req req = {d->module->itf.ifindex, NULL, 0, &d->pool};
+    unsigned int queues[MCA_BTL_DEVMEM_RX_QUEUES_MAX];
+    struct devmem_bind_req req = {d->module->itf.ifindex, queues, 0, &d->pool};
     struct devmem_err e;
     int rc;
 
@@ -426,15 +476,27 @@ static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
     }
     /* through the helper, its checks and bookkeeping come first; the emulation in this
      * process then carries the data as a NIC would */
-    if (dev_state.via_helper && 0 != (rc = helper_bind_rx(d, d->pool.priv_fd, why, len))) {
-        return rc;
+    if (dev_state.via_helper) {
+        if (0 != (rc = helper_bind_rx(d, d->pool.priv_fd, why, len))) {
+            return rc;
+        }
+    } else {
+        d->rx_queue = 1;
+        d->rx_nqueues = queues_wanted();
+    }
+    req.nqueues = d->rx_nqueues;
+    for (unsigned int i = 0; i < d->rx_nqueues; i++) {
+        queues[i] = d->rx_queue + i;
     }
     rc = dev_state.k->ops->bind_rx(dev_state.k, &req, &d->rx_id, &e);
     if (0 != rc) {
         say(why, len, "emulated bind-rx: %s", e.msg);
         return rc;
     }
-    rc = dev_state.k->ops->steer(dev_state.k, d->listen_port, d->rx_id, &e);
+    rc = d->rx_nqueues > 1 ? dev_state.k->ops->steer_rss(dev_state.k, d->listen_port,
+                                                         req.ifindex, queues, d->rx_nqueues,
+                                                         &d->rss_ctx, &e)
+                           : dev_state.k->ops->steer(dev_state.k, d->listen_port, d->rx_id, &e);
     if (0 != rc) {
         say(why, len, "emulated steering: %s", e.msg);
         return rc;
@@ -458,11 +520,20 @@ static void dev_release(struct mca_btl_devmem_dev *d)
     }
     if (d->steered) {
         (void) dev_state.k->ops->steer(dev_state.k, d->listen_port, 0, NULL);
+        if (0 != d->rss_ctx) {
+            (void) dev_state.k->ops->rss_del(dev_state.k, d->rss_ctx, NULL);
+        }
     }
     if (d->steer_rule >= 0 && 0 != devmem_nic_flow_del(d->module->itf.name,
                                                        (uint32_t) d->steer_rule, &e)) {
         opal_output(0, "btl:devmem: could not remove steering rule %d on %s: %s",
                     d->steer_rule, d->module->itf.name, e.msg);
+    }
+    /* the context after the rule that points at it */
+    if (!d->steered && 0 != d->rss_ctx && 0 == d->helper_id
+        && 0 != devmem_nic_rss_ctx_delete(d->module->itf.name, d->rss_ctx, &e)) {
+        opal_output(0, "btl:devmem: could not delete RSS context %u on %s: %s", d->rss_ctx,
+                    d->module->itf.name, e.msg);
     }
     if (0 != d->rx_id && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
         (void) dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL);

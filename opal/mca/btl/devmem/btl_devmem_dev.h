@@ -28,7 +28,10 @@ struct mca_btl_devmem_dev {
     mca_btl_devmem_module_t *module;
     struct devmem_region pool;  /* where received payload lands */
     uint32_t rx_id;             /* its RX binding */
-    unsigned int rx_queue;      /* real: the bound RX queue */
+    unsigned int rx_queue;      /* the first bound RX queue */
+    unsigned int rx_nqueues;    /* queues bound: rx_queue .. rx_queue + rx_nqueues - 1 */
+    uint32_t rss_ctx;           /* the RSS context over them that the listen port is steered
+                                 * into (real: ethtool's; emulated: the emulation's), 0: none */
     int steer_rule;             /* real: ethtool rule id for the listen port, -1 when none */
     uint32_t helper_id;         /* the helper's binding (and rule) for this module, 0: none */
     bool steered;               /* emulated: the listen port is steered to rx_id */

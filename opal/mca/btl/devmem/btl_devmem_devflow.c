@@ -136,6 +136,7 @@ struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint
         df->tx_state = MCA_BTL_DEVMEM_DF_TX_NONE;
         df->rx_state = MCA_BTL_DEVMEM_DF_RX_NONE;
         df->tx_sd = df->rx_sd = -1;
+        df->rx_qpos = -1;
         OBJ_CONSTRUCT(&df->tx_queue, opal_list_t);
         OBJ_CONSTRUCT(&df->tx_wait, opal_list_t);
         OBJ_CONSTRUCT(&df->gets, opal_list_t);

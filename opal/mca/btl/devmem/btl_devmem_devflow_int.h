@@ -61,6 +61,8 @@ struct mca_btl_devmem_devflow {
     int rx_sd;
     mca_btl_devmem_watch_t rx_watch;
     struct mca_btl_devmem_dev *rx_dev; /* the module whose pool it lands in */
+    int rx_qpos;                     /* its RX queue's place among rx_dev's queues; -1: not
+                                      * known yet, -2: not knowable (real kernel) */
     struct devmem_ledger ledger;     /* open exactly while RX_OPEN */
     struct devmem_rx_stats counted;  /* ledger counters already added to the stats */
     opal_list_t gets;                /* gets and chunks (FRAG_CHUNK) answered on it, in

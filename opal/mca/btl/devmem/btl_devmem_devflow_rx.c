@@ -142,6 +142,9 @@ static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
             off += chunk;
             df->head_got += chunk;
             mca_btl_devmem_component.lane_rx_bytes[df->lane] += chunk;
+            if (df->rx_qpos >= 0) {
+                mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos] += chunk;
+            }
             OPAL_THREAD_LOCK(&ep->lock);
             df->expected -= chunk;
             if (df->head_got == get->hdr.size) {
@@ -188,6 +191,24 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
         }
         close(sd);
     }
+}
+
+/* Learn, once, which of its module's RX queues the lane's flow arrives on (the emulation
+ * knows after the first receive; the real kernel is not asked). */
+static void learn_queue(struct mca_btl_devmem_devflow *df, struct devmem_kernel *k)
+{
+    const struct mca_btl_devmem_dev *d = df->rx_dev;
+    unsigned int q = 0;
+    int rc = k->ops->sock_queue(k, df->rx_sd, &q, NULL);
+
+    if (-ENOENT == rc) {
+        return;
+    }
+    df->rx_qpos = 0 == rc && q >= d->rx_queue && q - d->rx_queue < d->rx_nqueues
+                          && q - d->rx_queue < MCA_BTL_DEVMEM_RX_QUEUES_MAX
+                      ? (int) (q - d->rx_queue) : -2;
+    DEVMEM_VERBOSE(10, "device flow %u from %s arrives on RX queue %u of %s", df->lane,
+                   OPAL_NAME_PRINT(df->ep->peer->name), q, d->module->itf.name);
 }
 
 /* What the gets on the lane still owe: they join from any thread (btl_get, ep->lock). */
@@ -261,6 +282,9 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
                      "asked for", n, df->lane);
             failed = EPROTO;
             break;
+        }
+        if (-1 == df->rx_qpos) {
+            learn_queue(df, k);
         }
         if (0 != gather(df, b, &done, why, sizeof(why))) {
             failed = EPROTO;

@@ -53,6 +53,14 @@ static uint64_t derived(int index)
         }
         return n;
     }
+    if (MCA_BTL_DEVMEM_STAT_rx_queues == index) {
+        uint64_t n = 0;
+
+        for (int i = 0; i < c->num_modules; i++) {
+            n += NULL != c->modules[i]->dev ? c->modules[i]->dev->rx_nqueues : 0;
+        }
+        return n;
+    }
     if (MCA_BTL_DEVMEM_STAT_emul_pool_limited == index) {
         struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
         struct devmem_emul_stats es = {0};
@@ -83,28 +91,27 @@ void mca_btl_devmem_stats_read(uint64_t values[MCA_BTL_DEVMEM_STAT_COUNT])
 #undef MCA_BTL_DEVMEM_STAT_READ
 }
 
-/* Bytes received per device-flow lane, up to the last lane that carried any. */
-static void print_lanes(void)
+/* "btl_devmem WHAT: rank=R rx_bytes=B0,B1,..." for counts[0..n), up to the last that is
+ * not zero; nothing when all are. */
+static void print_spread(const char *what, _Atomic uint64_t *counts, unsigned int n)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    char line[24 * MCA_BTL_DEVMEM_DEVFLOWS_MAX];
+    char line[24 * MCA_BTL_DEVMEM_RX_QUEUES_MAX];
     size_t used = 0;
     int last = -1;
 
-    for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {
-        if (0 != atomic_load_explicit(&c->lane_rx_bytes[i], memory_order_relaxed)) {
+    for (unsigned int i = 0; i < n; i++) {
+        if (0 != atomic_load_explicit(&counts[i], memory_order_relaxed)) {
             last = (int) i;
         }
     }
     if (last < 0) {
         return;
     }
-    for (int i = 0; i <= last; i++) {
+    for (int i = 0; i <= last && used < sizeof(line); i++) {
         used += (size_t) snprintf(line + used, sizeof(line) - used, "%s%" PRIu64, i ? "," : "",
-                                  atomic_load_explicit(&c->lane_rx_bytes[i],
-                                                       memory_order_relaxed));
+                                  atomic_load_explicit(&counts[i], memory_order_relaxed));
     }
-    opal_output(0, "btl_devmem lanes: rank=%u rx_bytes=%s",
+    opal_output(0, "btl_devmem %s: rank=%u rx_bytes=%s", what,
                 (unsigned) opal_proc_local_get()->proc_name.vpid, line);
 }
 
@@ -121,7 +128,9 @@ void mca_btl_devmem_stats_print(void)
     }
     opal_output(0, "btl_devmem stats: rank=%u%s", (unsigned) opal_proc_local_get()->proc_name.vpid,
                 line);
-    print_lanes();
+    print_spread("lanes", mca_btl_devmem_component.lane_rx_bytes, MCA_BTL_DEVMEM_DEVFLOWS_MAX);
+    print_spread("queues", mca_btl_devmem_component.queue_rx_bytes,
+                 MCA_BTL_DEVMEM_RX_QUEUES_MAX);
 }
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)

@@ -51,17 +51,18 @@ int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uin
  * an RX pool lives on until its last outstanding token comes back. */
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err);
 
-/* bind-rx over a list of RX queues (n of them, 1..64, each below 256 and bound to no live
- * binding, else -EBUSY); n 0 is devmem_emul_bind_rx. The queues decide where flows steered
- * into an RSS context land (emul_queues.c). */
+/* bind-rx over a list of RX queues of interface ifindex (n of them, 1..64, each below 256
+ * and bound to no live binding, else -EBUSY); n 0 is devmem_emul_bind_rx. The queues decide
+ * where flows steered into an RSS context land (emul_queues.c). */
 int devmem_emul_bind_rx_queues(struct devmem_emul *e, struct devmem_region *region,
-                               const unsigned int *queues, size_t n, uint32_t *id,
-                               struct devmem_err *err);
+                               unsigned int ifindex, const unsigned int *queues, size_t n,
+                               uint32_t *id, struct devmem_err *err);
 
-/* An RSS context over n queues (ethtool -X dev context new ...): *ctx >= 1. Deleting one that
- * a steering rule points at is -EBUSY. */
-int devmem_emul_rss_ctx_create(struct devmem_emul *e, const unsigned int *queues, size_t n,
-                               uint32_t *ctx, struct devmem_err *err);
+/* An RSS context over n queues of interface ifindex (ethtool -X dev context new ...): *ctx
+ * >= 1. Deleting one that a steering rule points at is -EBUSY. */
+int devmem_emul_rss_ctx_create(struct devmem_emul *e, unsigned int ifindex,
+                               const unsigned int *queues, size_t n, uint32_t *ctx,
+                               struct devmem_err *err);
 int devmem_emul_rss_ctx_delete(struct devmem_emul *e, uint32_t ctx, struct devmem_err *err);
 
 /* A steering rule into RSS context ctx (ethtool -N ... context CTX): each new flow on port
@@ -73,7 +74,7 @@ int devmem_emul_steer_ctx(struct devmem_emul *e, uint16_t port, uint32_t ctx,
 /* The RX queue fd's flow arrives on, once a receive has seen it steered: 0, or -ENOENT. */
 int devmem_emul_sock_queue(struct devmem_emul *e, int fd, unsigned int *queue);
 
-/* Bytes steered flows received on RX queue queue. */
+/* Bytes steered flows received on RX queue queue (of any interface). */
 uint64_t devmem_emul_queue_bytes(const struct devmem_emul *e, unsigned int queue);
 
 /* A flow-steering rule: TCP flows whose local port is `port` land in RX binding id

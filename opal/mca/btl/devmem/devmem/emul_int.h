@@ -29,6 +29,7 @@ struct emul_binding {
     uint32_t *free_pages; /* RX: indices of free pages */
     size_t nfree;
     size_t refs;          /* RX: pages held by tokens */
+    unsigned int ifindex;  /* RX: the interface whose queues it covers */
     unsigned int queues[EMUL_BIND_QUEUES]; /* RX: the queues bind-rx named (none: queue 0) */
     size_t nqueues;
 };
@@ -36,6 +37,7 @@ struct emul_binding {
 /* An RSS context (ethtool -X dev context new): an indirection table over some queues. */
 struct emul_ctx {
     uint32_t id;
+    unsigned int ifindex;
     unsigned int queues[EMUL_BIND_QUEUES];
     size_t nqueues;
     uint64_t flows; /* flows steered into it so far: the next takes queue flows % nqueues */
@@ -65,6 +67,7 @@ struct emul_sock {
     uint32_t zckey;         /* next notification id */
     int has_queue;          /* a steered flow: the RX queue it arrives on is known */
     unsigned int queue;
+    unsigned int ifindex;   /* ... of this interface (into an RSS context) */
     struct emul_notif *errq;
     size_t errq_n, errq_cap;
 };

@@ -32,13 +32,14 @@ static struct emul_ctx *ctx_find(struct devmem_emul *e, uint32_t id)
     return NULL;
 }
 
-/* The live RX binding whose queue list holds q, or NULL. */
-static struct emul_binding *queue_owner(struct devmem_emul *e, unsigned int q)
+/* The live RX binding whose queue list holds queue q of interface ifindex, or NULL. */
+static struct emul_binding *queue_owner(struct devmem_emul *e, unsigned int ifindex,
+                                        unsigned int q)
 {
     for (size_t i = 0; i < e->nbind; i++) {
         struct emul_binding *b = e->bind[i];
 
-        if (!b->alive || !b->is_rx) {
+        if (!b->alive || !b->is_rx || b->ifindex != ifindex) {
             continue;
         }
         for (size_t j = 0; j < b->nqueues; j++) {
@@ -75,8 +76,8 @@ static int check_queues(const unsigned int *queues, size_t n, const char *what,
 }
 
 int devmem_emul_bind_rx_queues(struct devmem_emul *e, struct devmem_region *region,
-                               const unsigned int *queues, size_t n, uint32_t *id,
-                               struct devmem_err *err)
+                               unsigned int ifindex, const unsigned int *queues, size_t n,
+                               uint32_t *id, struct devmem_err *err)
 {
     struct emul_binding *b;
     int rc;
@@ -88,7 +89,7 @@ int devmem_emul_bind_rx_queues(struct devmem_emul *e, struct devmem_region *regi
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
-        if (NULL != (b = queue_owner(e, queues[i]))) {
+        if (NULL != (b = queue_owner(e, ifindex, queues[i]))) {
             return devmem_err_set(err, EBUSY, "emul: bind-rx: RX queue %u is bound already "
                                   "(binding %u)", queues[i], b->id);
         }
@@ -97,13 +98,15 @@ int devmem_emul_bind_rx_queues(struct devmem_emul *e, struct devmem_region *regi
         return rc;
     }
     b = devmem_emul_binding_find(e, *id);
+    b->ifindex = ifindex;
     memcpy(b->queues, queues, n * sizeof(*queues));
     b->nqueues = n;
     return 0;
 }
 
-int devmem_emul_rss_ctx_create(struct devmem_emul *e, const unsigned int *queues, size_t n,
-                               uint32_t *ctx, struct devmem_err *err)
+int devmem_emul_rss_ctx_create(struct devmem_emul *e, unsigned int ifindex,
+                               const unsigned int *queues, size_t n, uint32_t *ctx,
+                               struct devmem_err *err)
 {
     struct emul_ctx *c;
     int rc;
@@ -120,6 +123,7 @@ int devmem_emul_rss_ctx_create(struct devmem_emul *e, const unsigned int *queues
     do { /* ids from 1, never 0 (the default context) nor one in use */
         c->id = ++e->next_ctx;
     } while (0 == c->id || ctx_find(e, c->id) != c);
+    c->ifindex = ifindex;
     memcpy(c->queues, queues, n * sizeof(*queues));
     c->nqueues = n;
     *ctx = c->id;
@@ -178,6 +182,7 @@ struct emul_binding *devmem_emul_rule_target(struct devmem_emul *e, const struct
         }
         if (!s->has_queue) {
             s->queue = b->nqueues > 0 ? b->queues[0] : 0;
+            s->ifindex = b->ifindex;
             s->has_queue = 1;
         }
         return b;
@@ -189,9 +194,10 @@ struct emul_binding *devmem_emul_rule_target(struct devmem_emul *e, const struct
             return NULL;
         }
         s->queue = c->queues[c->flows++ % c->nqueues];
+        s->ifindex = c->ifindex;
         s->has_queue = 1;
     }
-    return queue_owner(e, s->queue);
+    return queue_owner(e, s->ifindex, s->queue);
 }
 
 int devmem_emul_sock_queue(struct devmem_emul *e, int fd, unsigned int *queue)

@@ -104,8 +104,9 @@ static int real_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
                           "ethtool ntuple rule (the NIC layer or the helper), not here");
 }
 
-static int real_steer_rss(struct devmem_kernel *k, uint16_t port, const unsigned int *queues,
-                          size_t n, uint32_t *ctx, struct devmem_err *err)
+static int real_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
+                          const unsigned int *queues, size_t n, uint32_t *ctx,
+                          struct devmem_err *err)
 {
     if (NULL != ctx) {
         *ctx = 0;
@@ -116,7 +117,7 @@ static int real_steer_rss(struct devmem_kernel *k, uint16_t port, const unsigned
 
 static int real_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
 {
-    return real_steer_rss(k, 0, NULL, 0, NULL, err);
+    return real_steer_rss(k, 0, 0, NULL, 0, NULL, err);
 }
 
 static int real_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
@@ -177,7 +178,7 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
 static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
                        struct devmem_err *err)
 {
-    return devmem_emul_bind_rx_queues(k->emul, req->region, req->queues,
+    return devmem_emul_bind_rx_queues(k->emul, req->region, req->ifindex, req->queues,
                                       NULL == req->queues ? 0 : req->nqueues, id, err);
 }
 
@@ -198,10 +199,11 @@ static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
     return devmem_emul_steer(k->emul, port, id, err);
 }
 
-static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, const unsigned int *queues,
-                         size_t n, uint32_t *ctx, struct devmem_err *err)
+static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
+                         const unsigned int *queues, size_t n, uint32_t *ctx,
+                         struct devmem_err *err)
 {
-    int rc = devmem_emul_rss_ctx_create(k->emul, queues, n, ctx, err);
+    int rc = devmem_emul_rss_ctx_create(k->emul, ifindex, queues, n, ctx, err);
 
     if (0 == rc && 0 != (rc = devmem_emul_steer_ctx(k->emul, port, *ctx, err))) {
         (void) devmem_emul_rss_ctx_delete(k->emul, *ctx, NULL);

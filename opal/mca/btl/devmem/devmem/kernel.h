@@ -52,8 +52,9 @@ struct devmem_kernel_ops {
     /* Steer them into a new RSS context over n queues of RX bindings instead, each flow
      * landing on one queue; *ctx names it. steer(port, 0) removes the rule, rss_del the
      * context after. Emulated only, like steer (real: nic.c or the helper): -EOPNOTSUPP. */
-    int (*steer_rss)(struct devmem_kernel *k, uint16_t port, const unsigned int *queues,
-                     size_t n, uint32_t *ctx, struct devmem_err *err);
+    int (*steer_rss)(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
+                     const unsigned int *queues, size_t n, uint32_t *ctx,
+                     struct devmem_err *err);
     int (*rss_del)(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err);
     /* The RX queue socket fd's flow arrives on: 0, -ENOENT while not yet known (emulated:
      * before its first receive), -EOPNOTSUPP (real: not asked yet; see the NIC's counters). */
