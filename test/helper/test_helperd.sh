@@ -9,8 +9,11 @@
 #   2. a uid outside allow-group is refused at hello, and allow-tx no refuses TX bindings
 #      (a second helper, allow-group root)
 #   3. a validated 2-rank MPI run as user nobody with btl_devmem_kernel emulated and
-#      btl_devmem_mode require, every binding and rule through the helper, tokens balanced
-#   4. the ranks killed with SIGKILL mid-run: within seconds the helper holds nothing
+#      btl_devmem_mode require, every binding and rule through the helper, tokens balanced;
+#      each rank's pool on 4 RX queues with an RSS context over them; and with a policy of
+#      max-queues 1, the ranks' fallback to one queue
+#   4. the ranks killed with SIGKILL mid-run: within seconds the helper holds nothing, RSS
+#      contexts included
 #      (and devmem-probe, as nobody, reports the helper and the policy it applies to nobody)
 #   5. the real kernel's refusal of lo (EOPNOTSUPP, its extack) relayed to a rank and printed
 #      in the require-mode message; and of a veth, in a namespace made for this run; a socket
@@ -113,6 +116,13 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
         n=$(grep -c "uid 65534: RX binding" "$T/mpi.log")
         [ "$n" -eq 2 ] && devmem_step_ok "the helper made 2 RX bindings for uid 65534" ||
             devmem_step_fail "the helper made $n RX bindings for uid 65534, expected 2"
+        n=$(grep -Ec "uid 65534: RX binding [0-9]+ on lo queues [0-9]+-[0-9]+, port [0-9]+ steered \(rule [0-9]+, into RSS context [0-9]+\)" "$T/mpi.log")
+        [ "$n" -eq 2 ] && devmem_step_ok "each binding: 4 queues, its port steered into an RSS context" ||
+            devmem_step_fail "$n bindings steered into an RSS context, expected 2 (see $T/mpi.log)"
+        for r in 0 1; do
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_queues -eq 4
+            devmem_expect_spread "$DEVMEM_LAST_OUT" "$r" queues 4
+        done
     fi
     # the same over IPv6 (::1): the helper steers device-flow ports of IPv6 listen sockets
     if devmem_run_checked "pingpong np=2 as nobody through the helper, IPv6" pingpong 2 \
@@ -148,7 +158,7 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
     bound=
     for _ in $(seq 100); do
         st=$(status_of mpi)
-        if [[ "$st" == *" bindings=2 rules=2 "* ]]; then bound=1; break; fi
+        if [[ "$st" == *" bindings=2 rules=2 contexts=2 "* ]]; then bound=1; break; fi
         sleep 0.1
     done
     if [ -z "$bound" ]; then
@@ -159,10 +169,10 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
         killed=$EPOCHREALTIME
         for _ in $(seq 50); do
             st=$(status_of mpi)
-            [[ "$st" == "clients=1 bindings=0 rules=0 "* ]] && break
+            [[ "$st" == "clients=1 bindings=0 rules=0 contexts=0 "* ]] && break
             sleep 0.1
         done
-        if [[ "$st" == "clients=1 bindings=0 rules=0 "* ]]; then
+        if [[ "$st" == "clients=1 bindings=0 rules=0 contexts=0 "* ]]; then
             devmem_step_ok "ranks killed with SIGKILL: $(_devmem_elapsed "$killed")s later the helper holds nothing (${st%%$'\n'*})"
         else
             devmem_step_fail "5 s after SIGKILL the helper still holds: $st"
@@ -174,6 +184,22 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
     [ "$n" -eq 2 ] &&
         devmem_step_ok "the helper undid the bindings of both killed ranks when their connections closed" ||
         devmem_step_fail "the helper log shows $n killed connections with a binding undone, expected 2"
+fi
+
+# a policy of one queue per binding: the ranks ask for 4, are refused, and ask for 1
+if start_helper oneq emulated "interface lo queues 1-8" "allow-group nogroup" \
+    "socket-group nogroup" "max-bytes 1G" "max-queues 1"; then
+    oneq=("${mca[@]/$T\/mpi.sock/$T/oneq.sock}")
+    if devmem_run_checked "pingpong np=2 as nobody, helper policy max-queues 1" pingpong 2 \
+        "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
+        mpirun --oversubscribe -np 2 "${oneq[@]}" "$DEVMEM_MPI_BIN/pingpong" -m 16M; then
+        devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+        devmem_expect_line "$DEVMEM_LAST_OUT" "devmem-helperd refused 4 RX queues on lo \(refused by policy \(max-queues 1, $T/oneq.conf:[0-9]+\).*asking for one" \
+            "the refusal of 4 queues names the policy line, and the rank asks for one"
+        for r in 0 1; do
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_queues -eq 1
+        done
+    fi
 fi
 
 # ---- 5: the real kernel's refusal, relayed

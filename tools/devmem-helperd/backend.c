@@ -276,6 +276,23 @@ static int real_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flo
     return devmem_nic_flow_add(itf->name, flow, rule, err);
 }
 
+static int real_ctx_add(struct hd_iface *itf, unsigned int first, unsigned int n,
+                        uint32_t *ctx, struct devmem_err *err)
+{
+    return devmem_nic_rss_ctx_create(itf->name, first, n, ctx, err);
+}
+
+static int real_ctx_del(struct hd_iface *itf, uint32_t ctx)
+{
+    struct devmem_err e;
+    int rc = devmem_nic_rss_ctx_delete(itf->name, ctx, &e);
+
+    if (0 != rc) {
+        hd_log(LOG_ERR, "%s: could not delete RSS context %u: %s", itf->name, ctx, e.msg);
+    }
+    return rc;
+}
+
 static int real_rules(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap,
                       size_t *n, struct devmem_err *err)
 {
@@ -326,6 +343,8 @@ const struct hd_backend_ops hd_backend_real = {
     .bind_rx = real_bind_rx,
     .bind_tx = real_bind_tx,
     .unbind = real_unbind,
+    .ctx_add = real_ctx_add,
+    .ctx_del = real_ctx_del,
     .rule_add = real_rule_add,
     .rules = real_rules,
     .rule_del = real_rule_del,
@@ -407,6 +426,23 @@ static int emul_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flo
     return 0;
 }
 
+/* Context ids, like the kernel's, from 1 and per device; here one counter serves all. */
+static uint32_t emul_next_ctx = 1;
+
+static int emul_ctx_add(struct hd_iface *itf, unsigned int first, unsigned int n,
+                        uint32_t *ctx, struct devmem_err *err)
+{
+    (void) itf, (void) first, (void) n, (void) err;
+    *ctx = emul_next_ctx++;
+    return 0;
+}
+
+static int emul_ctx_del(struct hd_iface *itf, uint32_t ctx)
+{
+    (void) itf, (void) ctx;
+    return 0;
+}
+
 static int emul_rules(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap,
                       size_t *n, struct devmem_err *err)
 {
@@ -435,6 +471,8 @@ const struct hd_backend_ops hd_backend_emulated = {
     .bind_rx = emul_bind_rx,
     .bind_tx = emul_bind_tx,
     .unbind = emul_unbind,
+    .ctx_add = emul_ctx_add,
+    .ctx_del = emul_ctx_del,
     .rule_add = emul_rule_add,
     .rules = emul_rules,
     .rule_del = emul_rule_del,

@@ -54,12 +54,13 @@ struct hd_policy {
     struct hd_origin socket_group_at;
     unsigned int max_clients, max_clients_per_user;
     unsigned int max_bindings, max_rules; /* per user */
+    unsigned int max_queues;              /* RX queues per binding (an RSS context over them) */
     uint64_t max_bytes;                   /* bound memory per user */
     bool allow_tx;  /* TX bindings at all */
     bool tx_shared; /* TX bindings on a device other users hold bindings on */
     bool restore;   /* undo NIC settings when the last binding on it goes */
     struct hd_origin max_clients_at, max_clients_per_user_at, max_bindings_at, max_rules_at,
-        max_bytes_at, allow_tx_at, tx_shared_at, restore_at;
+        max_bytes_at, allow_tx_at, tx_shared_at, restore_at, max_queues_at;
 };
 
 /* Defaults, then the file (NULL: none). -errno with "FILE:LINE: what is wrong" in err. */
@@ -85,6 +86,8 @@ struct hd_iface {
     uint64_t stuck;         /* ... or still the target of a rule that would not go */
     unsigned int nbindings; /* RX and TX */
     unsigned int nrules;
+    unsigned int nctx;      /* RSS contexts the helper made (one per binding of 2+ queues) */
+    unsigned int ctx_stuck; /* ... that would not go: still on the NIC */
     /* what the backend changed (and the values it found), filled by prepare/steer */
     bool hds_set, rss_set, ntuple_set;
     int hds_was;            /* enum devmem_nic_hds found before */
@@ -102,6 +105,7 @@ struct hd_binding {
     unsigned int first_queue, nqueues; /* RX */
     bool has_rule;
     uint32_t rule_id;
+    uint32_t rss_ctx;   /* RX over 2+ queues: the RSS context the rule steers into, 0: none */
     uint16_t port;      /* RX: the steered port */
     uint64_t bytes;     /* size of the dmabuf */
     int listen_fd;      /* RX: the client's socket, held while its port is steered */
@@ -153,6 +157,11 @@ struct hd_backend_ops {
     int (*bind_tx)(struct hd_iface *itf, int dmabuf_fd, uint32_t *id, void **kstate,
                    struct devmem_err *err);
     void (*unbind)(struct hd_iface *itf, void *kstate);
+    /* An RSS context over queues first .. first + n - 1, for a rule to steer into; its
+     * deletion (0, or -errno when it stays on the NIC). */
+    int (*ctx_add)(struct hd_iface *itf, unsigned int first, unsigned int n, uint32_t *ctx,
+                   struct devmem_err *err);
+    int (*ctx_del)(struct hd_iface *itf, uint32_t ctx);
     /* ntuple on, then one rule; rule_del removes it. */
     int (*rule_add)(struct hd_iface *itf, const struct devmem_nic_flow *flow, uint32_t *rule,
                     struct devmem_err *err);
@@ -242,7 +251,8 @@ long hd_now_ms(void);
 /* status.c */
 void hd_status_text(const struct helperd *hd, const struct hd_client *asker, char *buf,
                     size_t len);
-void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules);
+void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules,
+                      unsigned int *contexts);
 
 /* main.c: to stderr (--foreground) or syslog */
 void hd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -34,6 +34,7 @@ static void defaults(struct hd_policy *p)
     p->max_clients_per_user = 64;
     p->max_bindings = 16;
     p->max_rules = 16;
+    p->max_queues = 16;
     p->max_bytes = 64ull << 30;
     p->allow_tx = true;
     p->tx_shared = false;
@@ -270,6 +271,8 @@ static int apply_line(struct hd_policy *p, char **w, int nw, int line, struct de
              offsetof(struct hd_policy, max_bindings_at)},
             {"max-rules", offsetof(struct hd_policy, max_rules),
              offsetof(struct hd_policy, max_rules_at)},
+            {"max-queues", offsetof(struct hd_policy, max_queues),
+             offsetof(struct hd_policy, max_queues_at)},
         };
         for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
             if (0 == strcmp(key, counts[i].key)) {

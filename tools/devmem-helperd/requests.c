@@ -294,6 +294,13 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b)
     if (b->has_rule) {
         itf->nrules--;
     }
+    /* the context after the rule that steers into it; a rule that stayed keeps it in use */
+    if (0 != b->rss_ctx) {
+        itf->nctx--;
+        if (stuck || 0 != hd->be->ctx_del(itf, b->rss_ctx)) {
+            itf->ctx_stuck++;
+        }
+    }
     hd->be->unbind(itf, b->kstate);
     if (b->rx) {
         uint64_t bits = queue_bits(itf, b->first_queue, b->nqueues);
@@ -371,6 +378,16 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
                             pol->at.line, n_rx);
         goto fail;
     }
+    if (req->nqueues > hd->policy.max_queues) {
+        char where[300];
+
+        rc = devmem_err_set(err, EDQUOT, "refused by policy (max-queues %u, %s): %u RX queues "
+                            "asked for one binding", hd->policy.max_queues,
+                            hd_policy_where(&hd->policy, hd->policy.max_queues_at, where,
+                                            sizeof(where)),
+                            req->nqueues);
+        goto fail;
+    }
     if (0 != (rc = foreign_queues(hd, itf, &foreign, err))) {
         goto fail;
     }
@@ -389,12 +406,23 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     if (0 != rc) {
         goto fail;
     }
-    flow.queue = first;
-    rc = hd->be->rule_add(itf, &flow, &b->rule_id, err);
-    if (0 != rc) {
+    /* several queues: the port's flows spread over them through an RSS context */
+    if (req->nqueues > 1 && 0 != (rc = hd->be->ctx_add(itf, first, req->nqueues, &b->rss_ctx,
+                                                       err))) {
         hd->be->unbind(itf, b->kstate);
         goto fail;
     }
+    flow.queue = 0 != b->rss_ctx ? 0 : first; /* into a context: an offset, none */
+    flow.rss_context = b->rss_ctx;
+    rc = hd->be->rule_add(itf, &flow, &b->rule_id, err);
+    if (0 != rc) {
+        if (0 != b->rss_ctx && 0 != hd->be->ctx_del(itf, b->rss_ctx)) {
+            itf->ctx_stuck++;
+        }
+        hd->be->unbind(itf, b->kstate);
+        goto fail;
+    }
+    itf->nctx += 0 != b->rss_ctx;
     b->has_rule = true;
     b->first_queue = first;
     b->nqueues = req->nqueues;
@@ -413,10 +441,17 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     reply->first_queue = first;
     reply->nqueues = req->nqueues;
     reply->rule_id = b->rule_id;
-    hd_log(LOG_INFO, "pid %d uid %u: RX binding %u on %s queues %u-%u, port %u steered "
-           "(rule %u), %llu bytes", (int) c->pid, (unsigned) c->uid, b->id, itf->name, first,
-           first + req->nqueues - 1, (unsigned) b->port, b->rule_id,
-           (unsigned long long) bytes);
+    {
+        char ctx[40] = "";
+
+        if (0 != b->rss_ctx) {
+            snprintf(ctx, sizeof(ctx), ", into RSS context %u", b->rss_ctx);
+        }
+        hd_log(LOG_INFO, "pid %d uid %u: RX binding %u on %s queues %u-%u, port %u steered "
+               "(rule %u%s), %llu bytes", (int) c->pid, (unsigned) c->uid, b->id, itf->name,
+               first, first + req->nqueues - 1, (unsigned) b->port, b->rule_id, ctx,
+               (unsigned long long) bytes);
+    }
     return 0;
 fail:
     free(b);

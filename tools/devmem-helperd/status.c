@@ -40,12 +40,14 @@ static void put(struct out *o, const char *fmt, ...)
     o->used += (size_t) n;
 }
 
-void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules)
+void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules,
+                      unsigned int *contexts)
 {
-    *bindings = *rules = 0;
+    *bindings = *rules = *contexts = 0;
     for (const struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
         *bindings += itf->nbindings;
         *rules += itf->nrules;
+        *contexts += itf->nctx;
     }
 }
 
@@ -59,12 +61,12 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
 {
     const struct hd_policy *p = &hd->policy;
     struct out o = {buf, len, 0, false};
-    unsigned int nb, nr;
+    unsigned int nb, nr, nc;
 
-    hd_status_counts(hd, &nb, &nr);
+    hd_status_counts(hd, &nb, &nr, &nc);
     buf[0] = '\0';
-    put(&o, "clients=%u bindings=%u rules=%u kernel=%s served=%llu refused=%llu "
-        "dropped=%llu\n", hd->nclients, nb, nr, hd->be->name,
+    put(&o, "clients=%u bindings=%u rules=%u contexts=%u kernel=%s served=%llu refused=%llu "
+        "dropped=%llu\n", hd->nclients, nb, nr, nc, hd->be->name,
         (unsigned long long) hd->served, (unsigned long long) hd->refused,
         (unsigned long long) hd->dropped);
     for (const struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
@@ -72,14 +74,18 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         for (unsigned int q = 0; q < HD_QUEUES_MAX; q++) {
             used += 0 != (itf->busy & (1ull << q));
         }
-        put(&o, "interface %s: queues %u-%u, %u bound; bindings=%u rules=%u", itf->name,
-            itf->pol->qlo, itf->pol->qhi, used, itf->nbindings, itf->nrules);
+        put(&o, "interface %s: queues %u-%u, %u bound; bindings=%u rules=%u contexts=%u",
+            itf->name, itf->pol->qlo, itf->pol->qhi, used, itf->nbindings, itf->nrules,
+            itf->nctx);
         if (itf->hds_set || itf->rss_set || itf->ntuple_set) {
             put(&o, "; changed:%s%s%s", itf->hds_set ? " header-split" : "",
                 itf->rss_set ? " rss" : "", itf->ntuple_set ? " ntuple" : "");
         }
         if (itf->hds_set) {
             put(&o, " (header split was %s)", hds_name(itf->hds_was));
+        }
+        if (0 != itf->ctx_stuck) {
+            put(&o, "; %u RSS context(s) that would not go", itf->ctx_stuck);
         }
         if (0 != itf->stuck) {
             put(&o, "; queues held back by rules that would not go: mask 0x%llx",
@@ -98,10 +104,14 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         }
         for (const struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
             if (b->rx) {
-                put(&o, "binding %u: RX on %s queues %u-%u, port %u, rule %u, %llu bytes, pid %d "
-                    "uid %u\n", b->id, b->itf->name, b->first_queue,
-                    b->first_queue + b->nqueues - 1, (unsigned) b->port, b->rule_id,
-                    (unsigned long long) b->bytes, (int) c->pid, (unsigned) c->uid);
+                put(&o, "binding %u: RX on %s queues %u-%u, port %u, rule %u", b->id,
+                    b->itf->name, b->first_queue, b->first_queue + b->nqueues - 1,
+                    (unsigned) b->port, b->rule_id);
+                if (0 != b->rss_ctx) {
+                    put(&o, " into RSS context %u", b->rss_ctx);
+                }
+                put(&o, ", %llu bytes, pid %d uid %u\n", (unsigned long long) b->bytes,
+                    (int) c->pid, (unsigned) c->uid);
             } else {
                 put(&o, "binding %u: TX on %s, %llu bytes, pid %d uid %u\n", b->id,
                     b->itf->name, (unsigned long long) b->bytes, (int) c->pid,
@@ -119,9 +129,10 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
             put(&o, "%s %s queues %u-%u", 0 == i ? " interfaces" : ",", p->ifaces[i].name,
                 p->ifaces[i].qlo, p->ifaces[i].qhi);
         }
-        put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; allow-tx %s; "
-            "tx-shared %s; restore %s\n", p->max_bindings, p->max_rules,
-            (unsigned long long) p->max_bytes, p->allow_tx ? "yes" : "no",
+        put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; per binding: "
+            "max-queues %u; allow-tx %s; tx-shared %s; restore %s\n", p->max_bindings,
+            p->max_rules, (unsigned long long) p->max_bytes, p->max_queues,
+            p->allow_tx ? "yes" : "no",
             p->tx_shared ? "yes" : "no", p->restore ? "yes" : "no");
     }
 }
