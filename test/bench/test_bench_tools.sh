@@ -5,7 +5,8 @@
 # each with its data validation on (a wrong byte aborts with a non-zero status and leaves the
 # figures short), and whose summary must show the transports and raw TCP side by side; and
 # mpi_bench -X, which proves that the validation fires; a hog setting starts and stops its
-# busy processes; and a lanes setting counts the device path's calls per MiB.
+# busy processes; a lanes setting counts the device path's calls per MiB; and the cost model
+# runs on what call_costs measures.
 # Few sizes and tiny iteration counts: this checks function, never speed.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -104,5 +105,24 @@ if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo,lo-df2 --yield 0 --kinds
 else
     cat "$out"
     devmem_step_fail "bench/run.sh --settings lo,lo-df2 failed"
+fi
+
+# the cost model: call_costs measures (SO_DEVMEM_DONTNEED on the real kernel among them), and
+# costmodel.sh turns that and the lanes run's calls.csv into the table, every row filled
+out=$DEVMEM_TEST_TMP/model.out
+if "$DEVMEM_BUILD/bench/call_costs" -r 1 >"$DEVMEM_TEST_TMP/costs.txt" 2>&1 &&
+    "$DEVMEM_SRC/bench/costmodel.sh" --costs "$DEVMEM_TEST_TMP/costs.txt" \
+        --calls "$res/calls.csv" >"$out" 2>&1; then
+    rows=$(awk '($1 == 200 || $1 == 400) && $3 > 0 && NF >= 11' "$out" | wc -l)
+    if grep -q "dontneed_ret=0 " "$DEVMEM_TEST_TMP/costs.txt" && [ "$rows" -eq 8 ] &&
+        grep -q "recv calls/MiB .*(lo-df2)" "$out"; then
+        devmem_step_ok "cost model: $rows predictions from $(cat "$DEVMEM_TEST_TMP/costs.txt")"
+    else
+        cat "$DEVMEM_TEST_TMP/costs.txt" "$out"
+        devmem_step_fail "cost model: $rows of 8 prediction rows, or its inputs were not read"
+    fi
+else
+    cat "$DEVMEM_TEST_TMP/costs.txt" "$out"
+    devmem_step_fail "bench/call_costs or bench/costmodel.sh failed"
 fi
 devmem_finish
