@@ -427,7 +427,14 @@ static void hello_read(mca_btl_devmem_held_t *pa)
     name.jobid = pa->hello.jobid;
     name.vpid = pa->hello.vpid;
     peer = mca_btl_devmem_proc_lookup_or_add(&name);
-    if (NULL == peer || NULL == (ep = peer->endpoints[m->index])) {
+    ep = NULL;
+    /* the endpoint may not exist yet although the peer does: add_procs makes the proc before
+     * its endpoints, module by module, and may run in another thread right now (Open MPI 5
+     * adds procs on first use). It is made here, once, as add_procs would. */
+    if (NULL != peer) {
+        (void) mca_btl_devmem_proc_endpoint(peer, m, &ep);
+    }
+    if (NULL == ep) {
         mca_btl_devmem_held_drop(pa, "the process it names is not one we can reach on this "
                                      "module");
         return;
