@@ -95,10 +95,12 @@ static long receive_flow(struct devmem_emul *e, int fd, int f, struct devmem_reg
             return -1;
         }
         for (size_t i = 0; i < nf; i++) {
-            const unsigned char *src = lin + frags[i].offset;
+            const unsigned char *src;
             struct devmem_dmabuf_token t = {0, 1};
 
-            if (DEVMEM_FRAG_DMABUF == frags[i].kind) {
+            if (DEVMEM_FRAG_DMABUF != frags[i].kind) {
+                src = lin + frags[i].offset; /* linear: the offset is into our buffer */
+            } else {
                 int p = 0;
 
                 while (p < npools && ids[p] != frags[i].dmabuf_id) {
@@ -110,12 +112,14 @@ static long receive_flow(struct devmem_emul *e, int fd, int f, struct devmem_reg
                 *dmabuf = 0 == *dmabuf || *dmabuf == (long) ids[p] ? (long) ids[p] : -1;
                 src = (const unsigned char *) pools[p]->map + frags[i].offset;
                 t.token_start = frags[i].token;
-                (void) devmem_emul_dontneed(e, fd, &t, sizeof(t));
             }
             for (size_t j = 0; j < frags[i].len; j++) {
                 if (src[j] != pattern(f, got + j)) {
                     return -1;
                 }
+            }
+            if (0 != t.token_start) { /* checked: the page may go back */
+                (void) devmem_emul_dontneed(e, fd, &t, sizeof(t));
             }
             got += frags[i].len;
         }
