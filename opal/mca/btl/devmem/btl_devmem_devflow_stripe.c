@@ -15,18 +15,21 @@ size_t mca_btl_devmem_devflow_stripe_prepare(mca_btl_devmem_endpoint_t *ep, size
                                              struct mca_btl_devmem_stripe *stripe)
 {
     size_t chunk = mca_btl_devmem_component.devflow_chunk;
+    /* the further chunks' requests ride in the first one's inline space */
+    size_t room = mca_btl_devmem_frag_max_payload() / sizeof(struct mca_btl_devmem_hdr) + 1;
+    size_t most = room < MCA_BTL_DEVMEM_STRIPE_MAX ? room : MCA_BTL_DEVMEM_STRIPE_MAX;
     unsigned int n;
 
     stripe->nchunks = 0;
     stripe->used = 0;
     stripe->chunk = size;
     if (mca_btl_devmem_component.devflows < 2 || NULL == mca_btl_devmem_devflow_lane(ep, 1)
-        || size < 2 * chunk) {
+        || size < 2 * chunk || most < 2) {
         return 0;
     }
-    if (size > MCA_BTL_DEVMEM_STRIPE_MAX * chunk) {
+    if (size > most * chunk) {
         /* a few large chunks rather than many requests; pages stay whole */
-        chunk = (size + MCA_BTL_DEVMEM_STRIPE_MAX - 1) / MCA_BTL_DEVMEM_STRIPE_MAX;
+        chunk = (size + most - 1) / most;
         chunk = (chunk + 4095) & ~(size_t) 4095;
     }
     n = (unsigned int) ((size + chunk - 1) / chunk);

@@ -122,6 +122,11 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc(size_t payload)
     return NULL;
 }
 
+size_t mca_btl_devmem_frag_max_payload(void)
+{
+    return max_capacity;
+}
+
 mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void)
 {
     return take(&mca_btl_devmem_component.frags_user, 0);

@@ -88,6 +88,9 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, si
  * room between writes. Written frags move to done. 0, or -errno when sd failed. */
 int mca_btl_devmem_frag_queue_drain(int sd, opal_list_t *queue, opal_list_t *done);
 
+/* The most inline payload mca_btl_devmem_frag_alloc can give. */
+size_t mca_btl_devmem_frag_max_payload(void);
+
 /* Payload space of a fragment taken with mca_btl_devmem_frag_alloc. */
 static inline void *mca_btl_devmem_frag_data(mca_btl_devmem_frag_t *frag)
 {
