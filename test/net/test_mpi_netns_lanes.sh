@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Several device flows (lanes) per peer across two namespaced "hosts", through the emulated
 # kernel: 256 MiB ping-pongs with 1, 2 and 4 lanes (btl_devmem_devflows) into as many RX
-# queues (an RSS context over them), then 4 lanes into 2 queues and into 1; every byte
+# queues (an RSS context over them), then 4 lanes into 2 queues and into 1, and 4 lanes with
+# a 200-byte fragment limit (fewer, larger chunks); every byte
 # checked, every token returned, every lane and every queue carrying bytes (the lanes and
 # queues lines); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
 # one lane killed in the middle of a transfer (ss -K on its socket): the job must end,
@@ -42,6 +43,15 @@ for lanes in 1 2 4; do
 done
 run 4 2 pingpong 1 1 -m 64M
 run 4 1 pingpong 1 1 -m 64M
+
+# A tiny fragment limit: the chunks' requests travel in the first one's inline space, so a
+# 16 MiB get is cut into fewer, larger chunks (9 at 200 bytes) rather than refused
+saved=("${DEVMEM_MCA_ARGS[@]}")
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_max_send_size 200 --mca btl_devmem_eager_limit 200)
+if run 4 4 pingpong 1 1 -m 64M; then
+    devmem_expect_stat "$DEVMEM_LAST_OUT" 0 chunks_inflight_max -ge 9
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
 
 # Backpressure on every lane: a pool of 4 pages, 4 lanes into it
 saved=("${DEVMEM_MCA_ARGS[@]}")
