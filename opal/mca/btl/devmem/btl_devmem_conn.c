@@ -428,9 +428,9 @@ static void hello_read(mca_btl_devmem_held_t *pa)
     name.vpid = pa->hello.vpid;
     peer = mca_btl_devmem_proc_lookup_or_add(&name);
     ep = NULL;
-    /* the endpoint may not exist yet although the peer does: add_procs makes the proc before
-     * its endpoints, module by module, and may run in another thread right now (Open MPI 5
-     * adds procs on first use). It is made here, once, as add_procs would. */
+    /* the endpoint on this module may not exist yet, whether the peer is new or add_procs
+     * (which makes the proc before its endpoints, module by module) runs in another thread
+     * right now: made here, once, as add_procs would */
     if (NULL != peer) {
         (void) mca_btl_devmem_proc_endpoint(peer, m, &ep);
     }

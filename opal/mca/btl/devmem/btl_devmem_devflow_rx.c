@@ -141,10 +141,6 @@ static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
             }
             off += chunk;
             df->head_got += chunk;
-            mca_btl_devmem_component.lane_rx_bytes[df->lane] += chunk;
-            if (df->rx_qpos >= 0) {
-                mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos] += chunk;
-            }
             OPAL_THREAD_LOCK(&ep->lock);
             df->expected -= chunk;
             if (df->head_got == get->hdr.size) {
@@ -289,6 +285,11 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         if (0 != gather(df, b, &done, why, sizeof(why))) {
             failed = EPROTO;
             break;
+        }
+        /* the whole receive is this lane's (and its queue's): counted once, not per piece */
+        mca_btl_devmem_component.lane_rx_bytes[df->lane] += (uint64_t) n;
+        if (df->rx_qpos >= 0) {
+            mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos] += (uint64_t) n;
         }
         /* the bytes are where they belong: give the pool back before anything else runs */
         if (0 != devmem_ledger_release_frags(&df->ledger, b->frags, b->nfrags, &e)

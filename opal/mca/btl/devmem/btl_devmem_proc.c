@@ -137,12 +137,7 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup_or_add(const opal_process_name
     }
     DEVMEM_VERBOSE(20, "adding %s, which connected before the PML asked for it",
                    OPAL_NAME_PRINT(*name));
-    peer = mca_btl_devmem_proc_create(proc);
-    for (int i = 0; NULL != peer && i < mca_btl_devmem_component.num_modules; i++) {
-        struct mca_btl_base_endpoint_t *ep;
-        (void) mca_btl_devmem_proc_endpoint(peer, mca_btl_devmem_component.modules[i], &ep);
-    }
-    return peer;
+    return mca_btl_devmem_proc_create(proc);
 }
 
 int mca_btl_devmem_proc_endpoint(mca_btl_devmem_proc_t *peer, mca_btl_devmem_module_t *m,

@@ -30,7 +30,8 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc);
 mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup(const opal_process_name_t *name);
 
 /* Find a peer by name, adding it (as the PML would) if it connected to us before we
- * asked for it: Open MPI adds procs lazily. NULL if the name is not in the job. */
+ * asked for it: Open MPI adds procs lazily. Its endpoints are made by
+ * mca_btl_devmem_proc_endpoint, module by module. NULL if the name is not in the job. */
 mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup_or_add(const opal_process_name_t *name);
 
 /* The peer's endpoint on module m, made (and listed on m) the first time: what add_procs
