@@ -2,12 +2,12 @@
 /*
  * The CUDA driver at run time and the copier.
  *
- * Everywhere: host-to-host pieces are copied by the CPU and checked byte for byte, a process
- * that never loaded CUDA sees every pointer as host memory, and a missing driver is reported
- * with a reason. With an NVIDIA GPU (exit 77 without one, after the checks above): pointer
+ * Everywhere: a process that never loaded CUDA sees every pointer as host memory, and a
+ * missing driver is reported with a reason (the copier's host side: test_copy.c). With an NVIDIA GPU (exit 77 without one, after the checks above): pointer
  * queries (device, offset into it, host, a freed and reused range), copies in every
  * direction, dmabuf export, and the gather kernel against a CPU reference on scattered
- * aligned and unaligned pieces, mixed with host-to-device and device-to-host pieces.
+ * aligned and unaligned pieces, mixed with host-to-device and device-to-host pieces, and
+ * several gathers in flight on the stream at once, each told done by its own fence.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -31,28 +31,6 @@ static uint64_t next(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-static void host_copier(void)
-{
-    struct devmem_copier c;
-    struct devmem_err err;
-    unsigned char src[5000], dst[5000];
-
-    for (size_t i = 0; i < sizeof(src); i++) {
-        src[i] = (unsigned char) (i * 13 + 1);
-    }
-    memset(dst, 0, sizeof(dst));
-    devmem_copier_init(&c);
-    CHECK(0 == devmem_copier_add(&c, dst + 3000, 0, src, 0, 2000, -1, &err) &&
-              0 == devmem_copier_add(&c, dst, 0, src + 2000, 0, 3000, -1, &err) &&
-              0 == devmem_copier_flush(&c, &err),
-          "copier: two host pieces");
-    CHECK(0 == memcmp(dst + 3000, src, 2000) && 0 == memcmp(dst, src + 2000, 3000) &&
-              5000 == c.stats.host_bytes && 0 == c.stats.flushes,
-          "copier: host pieces land at once, by the CPU (%llu bytes)",
-          (unsigned long long) c.stats.host_bytes);
-    devmem_copier_fini(&c);
 }
 
 /* Gather npieces scattered pool pieces into dst (device), mixed with host<->device pieces
@@ -126,6 +104,55 @@ static void gather_case(const char *name, uint64_t pool, const unsigned char *po
     free(hwant);
 }
 
+/* Several gathers on the stream at once, as the receive path launches them: each a slice
+ * of pool pieces into its own part of dst, submitted back to back, then told done by its
+ * fence (polled, never waited for while another is still running). */
+static void pipelined_case(uint64_t pool, const unsigned char *pool_host, uint64_t dst)
+{
+    enum { GATHERS = 8, PIECES = 200 };
+    struct devmem_copier c;
+    struct devmem_err err;
+    unsigned char *want = calloc(1, POOL), *got = malloc(POOL);
+    uint64_t t[GATHERS];
+    size_t at = 0;
+    long polls = 0;
+    int rc = 0, done = 0;
+
+    devmem_copier_init(&c);
+    CHECK(0 == devmem_cuda_memset(0, dst, 0, POOL, &err), "pipelined: destination cleared");
+    for (size_t g = 0; g < GATHERS && 0 == rc; g++) {
+        for (size_t i = 0; i < PIECES && 0 == rc; i++) {
+            size_t len = 1 + next() % 4096, off = next() % (POOL - len);
+
+            if (at + len > POOL) {
+                break;
+            }
+            rc = devmem_copier_add(&c, (void *) (uintptr_t) (dst + at), 1,
+                                   (const void *) (uintptr_t) (pool + off), 1, len, 0, &err);
+            memcpy(want + at, pool_host + off, len);
+            at += len;
+        }
+        rc = 0 == rc ? devmem_copier_submit(&c, &t[g], &err) : rc;
+    }
+    CHECK(0 == rc && c.stats.inflight_max >= 2, "pipelined: %d gathers submitted, %llu in "
+          "flight at most (%s)", GATHERS, (unsigned long long) c.stats.inflight_max,
+          0 == rc ? "" : err.msg);
+    while (0 == rc && !done && polls < 100000000L) {
+        rc = devmem_copier_test(&c, t[GATHERS - 1], &err);
+        done = 1 == rc;
+        rc = rc < 0 ? rc : 0;
+        polls++;
+    }
+    CHECK(done && 0 == devmem_copier_inflight(&c), "pipelined: the last ticket done after %ld "
+          "looks", polls);
+    CHECK(0 == devmem_cuda_copy(0, got, (const void *) (uintptr_t) dst, POOL, &err) &&
+              0 == memcmp(want, got, POOL),
+          "pipelined: every byte of the %zu where the CPU reference puts it", at);
+    devmem_copier_fini(&c);
+    free(want);
+    free(got);
+}
+
 static void device_tests(void)
 {
     struct devmem_cuda_ptr info, info2;
@@ -187,6 +214,7 @@ static void device_tests(void)
     gather_case("unaligned pieces <= 4 KiB", pool, pool_host, dst, 1000, 4096, 0, 0);
     gather_case("1-byte to 100-byte pieces", pool, pool_host, dst, 3000, 100, 0, 0);
     gather_case("mixed directions", pool, pool_host, dst, 500, 9000, 0, 1);
+    pipelined_case(pool, pool_host, dst);
     devmem_cuda_free(0, pool);
     devmem_cuda_free(0, dst);
     free(pool_host);
@@ -198,7 +226,6 @@ int main(void)
     unsigned char host[64];
     int n = 0, rc;
 
-    host_copier();
     if (!devmem_cuda_in_process()) {
         CHECK(0 == devmem_cuda_ptr_query(host, NULL, &err),
               "without CUDA in the process every pointer is host memory");

@@ -27,9 +27,12 @@ typedef struct cu_ctx_st *cu_context;
 typedef struct cu_mod_st *cu_module;
 typedef struct cu_func_st *cu_function;
 typedef struct cu_stream_st *cu_stream;
+typedef struct cu_event_st *cu_event;
 typedef unsigned long long cu_deviceptr;
 
 #define CU_SUCCESS 0
+#define CU_ERROR_NOT_READY 600
+#define CU_EVENT_DISABLE_TIMING 2
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 1
 #define CU_STREAM_NON_BLOCKING 1
@@ -41,6 +44,8 @@ typedef unsigned long long cu_deviceptr;
 #define CU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
 #define CU_POINTER_ATTRIBUTE_RANGE_SIZE 12
 #define DEVMEM_CUDA_MAX_DEVICES 64
+/* Passed fences kept for reuse per device (cuEventCreate is not free). */
+#define FENCES_KEPT 64
 
 /*
  * The gather kernel: block b copies piece b of an array of {dst, src, len} (24 bytes each);
@@ -116,6 +121,8 @@ struct cuda_dev {
     cu_stream stream;
     cu_deviceptr ops;  /* device copy of the piece array */
     size_t ops_cap;    /* pieces it holds */
+    cu_event spare[FENCES_KEPT]; /* passed fences, for the next ones */
+    size_t nspare;
 };
 
 static struct {
@@ -139,6 +146,11 @@ static struct {
     cu_result (*memset_d8_async)(cu_deviceptr, unsigned char, size_t, cu_stream);
     cu_result (*stream_create)(cu_stream *, unsigned int);
     cu_result (*stream_sync)(cu_stream);
+    cu_result (*event_create)(cu_event *, unsigned int);
+    cu_result (*event_record)(cu_event, cu_stream);
+    cu_result (*event_query)(cu_event);
+    cu_result (*event_sync)(cu_event);
+    cu_result (*event_destroy)(cu_event);
     cu_result (*module_load_data)(cu_module *, const void *);
     cu_result (*module_get_function)(cu_function *, cu_module, const char *);
     cu_result (*launch_kernel)(cu_function, unsigned int, unsigned int, unsigned int,
@@ -195,6 +207,11 @@ static int cuda_syms(void)
         SYM(memset_d8_async, "cuMemsetD8Async"),
         SYM(stream_create, "cuStreamCreate"),
         SYM(stream_sync, "cuStreamSynchronize"),
+        SYM(event_create, "cuEventCreate"),
+        SYM(event_record, "cuEventRecord"),
+        SYM(event_query, "cuEventQuery"),
+        SYM(event_sync, "cuEventSynchronize"),
+        SYM(event_destroy, "cuEventDestroy_v2"),
         SYM(module_load_data, "cuModuleLoadData"),
         SYM(module_get_function, "cuModuleGetFunction"),
         SYM(launch_kernel, "cuLaunchKernel"),
@@ -574,6 +591,8 @@ static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err
             cap *= 2;
         }
         if (0 != d->ops) {
+            /* gathers still queued read the old array */
+            (void) cuda.stream_sync(d->stream);
             (void) cuda.mem_free(d->ops);
             d->ops = 0;
             d->ops_cap = 0;
@@ -589,24 +608,12 @@ static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err
     return 0;
 }
 
-int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
-                           int dev_to_dev, struct devmem_err *err)
+/* Enqueue the pieces on d's stream (context entered, gather_ready done). */
+static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size_t n,
+                         int dev_to_dev, const char **what)
 {
-    struct cuda_dev *d;
     cu_result res = CU_SUCCESS;
-    const char *what = "cuMemcpyAsync";
-    int rc;
 
-    if (0 == n) {
-        return 0;
-    }
-    if (0 != (rc = ctx_enter(ordinal, err))) {
-        return rc;
-    }
-    d = &cuda.dev[ordinal];
-    if (0 != (rc = gather_ready(ordinal, n, dev_to_dev, err))) {
-        goto cleanup;
-    }
     if (dev_to_dev && n > 1) {
         /* the piece array has the kernel's layout already: {dst, src, len} as 3 x u64 */
         _Static_assert(sizeof(struct devmem_copy) == 3 * sizeof(uint64_t),
@@ -614,33 +621,146 @@ int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
         unsigned int count = (unsigned int) n;
         void *params[] = {&d->ops, &count};
 
-        what = "cuMemcpyHtoDAsync";
+        /* the device array is shared by every launch: the stream orders this copy after
+         * the kernels that still read it */
+        *what = "cuMemcpyHtoDAsync";
         res = cuda.memcpy_htod_async(d->ops, ops, n * sizeof(*ops), d->stream);
         if (CU_SUCCESS == res) {
-            what = "cuLaunchKernel";
+            *what = "cuLaunchKernel";
             res = cuda.launch_kernel(d->gather, count, 1, 1, GATHER_THREADS, 1, 1, 0,
                                      d->stream, params, NULL);
         }
-    } else {
-        for (size_t i = 0; i < n && CU_SUCCESS == res; i++) {
-            res = cuda.memcpy_async((cu_deviceptr) (uintptr_t) ops[i].dst,
-                                    (cu_deviceptr) (uintptr_t) ops[i].src, ops[i].len,
-                                    d->stream);
-        }
+        return res;
     }
+    *what = "cuMemcpyAsync";
+    for (size_t i = 0; i < n && CU_SUCCESS == res; i++) {
+        res = cuda.memcpy_async((cu_deviceptr) (uintptr_t) ops[i].dst,
+                                (cu_deviceptr) (uintptr_t) ops[i].src, ops[i].len, d->stream);
+    }
+    return res;
+}
+
+/* Enter ordinal's context and make its stream and gather ready for n pieces. */
+static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
+{
+    int rc = ctx_enter(ordinal, err);
+
+    if (0 == rc && 0 != (rc = gather_ready(ordinal, n, dev_to_dev, err))) {
+        ctx_leave();
+    }
+    return rc;
+}
+
+int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
+                           int dev_to_dev, struct devmem_err *err)
+{
+    struct cuda_dev *d;
+    cu_result res, sres;
+    const char *what;
+    int rc;
+
+    if (0 == n) {
+        return 0;
+    }
+    if (0 != (rc = stream_enter(ordinal, n, dev_to_dev, err))) {
+        return rc;
+    }
+    d = &cuda.dev[ordinal];
+    res = enqueue(d, ops, n, dev_to_dev, &what);
     /* wait even after a failed enqueue: nothing may still be reading the pieces */
-    {
-        cu_result sres = cuda.stream_sync(d->stream);
-        if (CU_SUCCESS == res && CU_SUCCESS != sres) {
-            res = sres;
-            what = "cuStreamSynchronize";
-        }
+    sres = cuda.stream_sync(d->stream);
+    if (CU_SUCCESS == res && CU_SUCCESS != sres) {
+        res = sres;
+        what = "cuStreamSynchronize";
     }
     if (CU_SUCCESS != res) {
         rc = devmem_err_set(err, EIO, "cuda: gather of %zu pieces: %s: %s", n, what,
                             cu_str(res));
     }
-cleanup:
+    ctx_leave();
+    return rc;
+}
+
+int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
+                           int dev_to_dev, struct devmem_err *err)
+{
+    cu_result res;
+    const char *what;
+    int rc;
+
+    if (0 == n) {
+        return 0;
+    }
+    if (0 != (rc = stream_enter(ordinal, n, dev_to_dev, err))) {
+        return rc;
+    }
+    res = enqueue(&cuda.dev[ordinal], ops, n, dev_to_dev, &what);
+    if (CU_SUCCESS != res) {
+        /* what was queued before the failure may still read the pieces */
+        (void) cuda.stream_sync(cuda.dev[ordinal].stream);
+        rc = devmem_err_set(err, EIO, "cuda: gather of %zu pieces: %s: %s", n, what,
+                            cu_str(res));
+    }
+    ctx_leave();
+    return rc;
+}
+
+int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
+{
+    struct cuda_dev *d;
+    cu_event ev = NULL;
+    cu_result res = CU_SUCCESS;
+    int rc;
+
+    *fence = NULL;
+    if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
+        return rc;
+    }
+    d = &cuda.dev[ordinal];
+    if (d->nspare > 0) {
+        ev = d->spare[--d->nspare];
+    } else {
+        res = cuda.event_create(&ev, CU_EVENT_DISABLE_TIMING);
+    }
+    if (CU_SUCCESS == res) {
+        res = cuda.event_record(ev, d->stream);
+        if (CU_SUCCESS != res) {
+            (void) cuda.event_destroy(ev);
+        }
+    }
+    if (CU_SUCCESS != res) {
+        rc = devmem_err_set(err, EIO, "cuda: a fence after the gather: %s", cu_str(res));
+    } else {
+        *fence = ev;
+    }
+    ctx_leave();
+    return rc;
+}
+
+int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err *err)
+{
+    struct cuda_dev *d;
+    cu_event ev = fence;
+    cu_result res;
+    int rc;
+
+    if (0 != (rc = ctx_enter(ordinal, err))) {
+        return rc;
+    }
+    d = &cuda.dev[ordinal];
+    res = wait ? cuda.event_sync(ev) : cuda.event_query(ev);
+    if (CU_ERROR_NOT_READY == res) {
+        ctx_leave();
+        return 0;
+    }
+    if (CU_SUCCESS == res && d->nspare < FENCES_KEPT) {
+        d->spare[d->nspare++] = ev;
+    } else {
+        (void) cuda.event_destroy(ev);
+    }
+    rc = CU_SUCCESS == res ? 1
+                           : devmem_err_set(err, EIO, "cuda: the gather before a fence "
+                                            "failed: %s", cu_str(res));
     ctx_leave();
     return rc;
 }

@@ -80,6 +80,20 @@ struct devmem_copy {
 int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
                            int dev_to_dev, struct devmem_err *err);
 
+/* The same without waiting: the pieces are queued on device `ordinal`'s stream, in order
+ * after every earlier gather. The ops array, every src and every dst must stay as they are
+ * until a fence recorded after them has passed (a copy from pageable memory may still be
+ * reading it: the driver promises no more). */
+int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
+                           int dev_to_dev, struct devmem_err *err);
+
+/* A fence (a CUDA event) on device `ordinal`'s stream, after everything queued there. */
+int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err);
+
+/* Has the fence passed? 1: yes, and the fence is spent (never test it again); 0: not yet
+ * (wait: block until it has, never 0); -EIO: the work before it failed, the fence is spent. */
+int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err *err);
+
 /* Fill len bytes of device memory with byte value v (tests and benchmarks). */
 int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
                        struct devmem_err *err);
