@@ -177,6 +177,11 @@ static void binding_free(struct devmem_emul *e, struct emul_binding *b)
 /* A page goes back to its pool (napi_pp_put_page). A dead pool goes once it is whole. */
 void devmem_emul_pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t page)
 {
+    /* a page given back reads as garbage at once, as a NIC would soon overwrite it: a
+     * reader that returned its token too early finds wrong bytes, not the right ones */
+    if (NULL != b->region->map) {
+        memset((char *) b->region->map + (size_t) page * e->page, EMUL_POISON, e->page);
+    }
     b->free_pages[b->nfree++] = page;
     b->refs--;
     if (!b->alive && 0 == b->refs) {

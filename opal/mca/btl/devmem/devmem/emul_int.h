@@ -20,6 +20,9 @@
 #define EMUL_QUEUES 256              /* the emulated NIC's RX queues: 0 .. EMUL_QUEUES - 1 */
 #define EMUL_BIND_QUEUES 64          /* queues one binding or RSS context may name */
 
+/* What a page of an RX pool holds once its token is back. */
+#define EMUL_POISON 0xd5
+
 struct emul_binding {
     uint32_t id;
     int is_rx;
