@@ -53,6 +53,34 @@ if run 4 4 pingpong 1 1 -m 64M; then
 fi
 DEVMEM_MCA_ARGS=("${saved[@]}")
 
+# The pipelined gather without a GPU: copies into host memory held back until each
+# receive's gather has been looked at 3 times, as a GPU finishes later. With depth 4 several
+# receives gather at once, each holding its pool pages until its bytes are in place (the
+# emulation poisons a page given back: a token returned early shows as wrong bytes); with
+# depth 1 never more than one.
+saved=("${DEVMEM_MCA_ARGS[@]}")
+for depth in 4 1; do
+    DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_emul_gather_lag 3
+        --mca btl_devmem_gather_depth "$depth")
+    if run 4 4 pingpong 1 1 -m 64M; then
+        for r in 0 1; do
+            if [ "$depth" -gt 1 ]; then
+                devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gathers_inflight_max -ge 2
+            else
+                devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gathers_inflight_max -eq 1
+            fi
+        done
+    fi
+done
+# ... and into a pool of 4 pages: a full pool waits for the oldest gather, not for readiness
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384 --mca btl_devmem_devflow_chunk 65536)
+if run 4 4 collectives 2 2 -m 2M; then
+    for r in 0 1 2 3; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_waits -gt 0
+    done
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
 # Backpressure on every lane: a pool of 4 pages, 4 lanes into it
 saved=("${DEVMEM_MCA_ARGS[@]}")
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384 --mca btl_devmem_devflow_chunk 65536)

@@ -141,6 +141,8 @@ typedef struct mca_btl_devmem_component_t {
     int devflows;           /* device-flow lanes opened to each peer */
     size_t devflow_chunk;   /* bytes per chunk of a get cut over several lanes */
     int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */
+    int gather_depth;       /* receives of one lane whose gather may run at once */
+    int emul_gather_lag;    /* tests: progress polls before a host gather is done */
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */

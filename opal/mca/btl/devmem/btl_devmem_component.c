@@ -245,6 +245,20 @@ static int component_register(void)
              "a get of more than 64 chunks takes larger ones). Gets shorter than two chunks "
              "go whole to the least loaded lane",
              OPAL_INFO_LVL_5, &c->devflow_chunk);
+    c->gather_depth = 4;
+    reg_int("gather_depth",
+            "Receives of one device-flow lane whose gather into device memory may run on the "
+            "GPU at once, 1-64: the lane receives the next bytes while the GPU places the "
+            "last ones, and each receive's RX pool pages go back when its gather is done. 1: "
+            "every receive waits for its gather (the pool then holds at most one receive per "
+            "lane). Host-memory destinations are copied at once either way",
+            OPAL_INFO_LVL_5, &c->gather_depth);
+    c->emul_gather_lag = 0;
+    reg_int("emul_gather_lag",
+            "For tests only: hold each receive's copies into host memory back until its "
+            "gather has been looked at this many times, as a GPU would finish them later, so "
+            "that the pipelined gather runs without a GPU (0: copy at once), 0-1000",
+            OPAL_INFO_LVL_9, &c->emul_gather_lag);
     c->emul_linear_pct = 10;
     reg_int("emul_linear_pct",
             "Emulated kernel: percent of received segments whose first bytes the emulation "
@@ -381,6 +395,12 @@ static int check_lane_params(void)
                || c->rx_queues > MCA_BTL_DEVMEM_RX_QUEUES_MAX) {
         name = "btl_devmem_rx_queues", valid = "-1, or 1 to 64";
         snprintf(value, sizeof(value), "%d", c->rx_queues);
+    } else if (c->gather_depth < 1 || c->gather_depth > 64) {
+        name = "btl_devmem_gather_depth", valid = "1 to 64";
+        snprintf(value, sizeof(value), "%d", c->gather_depth);
+    } else if (c->emul_gather_lag < 0 || c->emul_gather_lag > 1000) {
+        name = "btl_devmem_emul_gather_lag", valid = "0 to 1000";
+        snprintf(value, sizeof(value), "%d", c->emul_gather_lag);
     }
     if (NULL != name) {
         opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, name, value, valid);

@@ -5,8 +5,9 @@
  *                            them, adoption, closing
  *   btl_devmem_devflow_tx.c  the sending side: connecting, answering gets (devmem TX or
  *                            plain writes), zerocopy completions
- *   btl_devmem_devflow_rx.c  the receiving side: gets in stream order, devmem receives,
- *                            the gather into destinations, tokens back
+ *   btl_devmem_devflow_rx.c  the receiving side: gets in stream order, devmem receives
+ *   btl_devmem_devflow_gather.c  the receiving side's pipelined gather into destinations:
+ *                            tokens back and gets completed once a receive is in place
  */
 #ifndef MCA_BTL_DEVMEM_DEVFLOW_INT_H
 #define MCA_BTL_DEVMEM_DEVFLOW_INT_H
@@ -67,8 +68,9 @@ struct mca_btl_devmem_devflow {
     struct devmem_rx_stats counted;  /* ledger counters already added to the stats */
     opal_list_t gets;                /* gets and chunks (FRAG_CHUNK) answered on it, in
                                       * request order */
-    size_t head_got;                 /* bytes of the first of them already in place */
+    size_t head_got;                 /* bytes of the first of them already laid out */
     uint64_t expected;               /* bytes still owed to all of gets */
+    size_t gathers;                  /* its receives whose gather may still run */
     /* RX_CLAIMED: the connection we wait for */
     struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */
@@ -115,6 +117,25 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg);
 void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df);
 /* Receiving side: release what all flows share (component close). */
 void mca_btl_devmem_devflow_rx_fini(void);
+/* Add what df's ledger counted since last time to the component's counters. */
+void mca_btl_devmem_devflow_rx_account(struct mca_btl_devmem_devflow *df);
+
+/* The pipelined gather (dispatch lock held, as receive callbacks are). */
+/* Receive b on df (its tokens recorded in df's ledger): lay its pieces out over df's gets
+ * and launch the copies. Its tokens go back, and the gets it finished complete, when its
+ * gather is done (gather_progress and the calls below). 0, or -1 with why (the receive's
+ * gets are back at the head of df->gets, to fail with the lane). */
+int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
+                                  char *why, size_t len);
+/* Wait until at most keep of df's receives are in flight (finishing older ones of any
+ * lane on the way). */
+void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df, size_t keep);
+/* Wait for the oldest receive in flight and finish it; false when there is none. */
+bool mca_btl_devmem_devflow_gather_wait_oldest(void);
+/* df closes: wait for its receives' gathers, give their tokens back, and put their gets at
+ * the head of df->gets (to fail with the lane). Completes nothing. */
+void mca_btl_devmem_devflow_gather_forget(struct mca_btl_devmem_devflow *df);
+void mca_btl_devmem_devflow_gather_fini(void);
 
 END_C_DECLS
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Device flows, receiving side, one lane at a time: gets and chunks whose payload comes on
- * the lane, in the order they were asked; devmem receives into the RX pool; the gather of each receive's fragments
- * into the gets' destinations (one GPU launch for device memory); the tokens back before
- * anything else runs; then the gets complete. See btl_devmem_devflow_int.h.
+ * the lane, in the order they were asked; devmem receives into the RX pool, each handed to
+ * the pipelined gather (btl_devmem_devflow_gather.c), which gives its tokens back and
+ * completes its gets once its bytes are in place. See btl_devmem_devflow_int.h.
  */
 #include "opal_config.h"
 
@@ -15,15 +15,12 @@
 #include "btl_devmem_devflow_int.h"
 #include "btl_devmem_progress.h"
 
-#include "devmem/copy.h"
-
 /* Receives per readiness callback before the event loop gets its turn back. */
 #define DEVFLOW_RX_ROUNDS 16
 
 /* ---------------------------------------------------------------- statistics */
 
-/* Add what the ledger counted since last time to the component's counters. */
-static void account(struct mca_btl_devmem_devflow *df)
+void mca_btl_devmem_devflow_rx_account(struct mca_btl_devmem_devflow *df)
 {
     struct mca_btl_devmem_stats *s = &mca_btl_devmem_component.stats;
     const struct devmem_rx_stats *now = &df->ledger.stats;
@@ -48,117 +45,6 @@ size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep)
     return n;
 }
 
-/* The pieces of one receive on their way to the gets; one per process (progress is serial). */
-static struct devmem_copier copier;
-static bool copier_ready;
-
-/* Queue one piece: len bytes at pool offset off (pool NULL: at src in the linear buffer). */
-static int gather_piece(struct devmem_region *pool, size_t off, const char *src,
-                        mca_btl_devmem_frag_t *get, char *dst, size_t len, char *why,
-                        size_t whylen)
-{
-    struct devmem_err e;
-    int src_dev = 0, ordinal = get->dst_dev ? get->ordinal : 0;
-
-    if (NULL != pool) {
-        if (&devmem_provider_cuda == pool->provider) {
-            src = (const char *) (uintptr_t) (pool->dev_addr + off);
-            src_dev = 1;
-            ordinal = (int) pool->priv_u64;
-        } else if (NULL != pool->map) {
-            src = (const char *) pool->map + off;
-        } else if (!get->dst_dev) {
-            /* a pool the CPU cannot map: its provider copies */
-            if (0 != devmem_region_copy_out(pool, off, dst, len, &e)) {
-                snprintf(why, whylen, "copying out of the RX pool: %s", e.msg);
-                return -1;
-            }
-            return 0;
-        } else {
-            snprintf(why, whylen, "a %s RX pool cannot feed device memory", pool->provider->name);
-            return -1;
-        }
-    }
-    if (0 != devmem_copier_add(&copier, dst, get->dst_dev, src, src_dev, len, ordinal, &e)) {
-        snprintf(why, whylen, "gathering into the destination: %s", e.msg);
-        return -1;
-    }
-    return 0;
-}
-
-/*
- * Move every piece of the last receive into the gets it belongs to, in stream order, and
- * wait until all of it is in place. Finished gets move to done. 0, or -1 with why filled.
- */
-static int gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
-                  opal_list_t *done, char *why, size_t len)
-{
-    mca_btl_devmem_endpoint_t *ep = df->ep;
-    /* the flow's own binding, looked up again only if the kernel names another */
-    struct devmem_region *flow_pool = &df->rx_dev->pool;
-    uint32_t flow_id = df->rx_dev->rx_id;
-    uint64_t flushes;
-    struct devmem_err e;
-
-    if (!copier_ready) {
-        devmem_copier_init(&copier);
-        copier_ready = true;
-    }
-    flushes = copier.stats.flushes;
-    for (size_t i = 0; i < b->nfrags; i++) {
-        const struct devmem_frag *f = &b->frags[i];
-        struct devmem_region *pool = NULL;
-        size_t off = 0;
-
-        if (DEVMEM_FRAG_DMABUF == f->kind) {
-            if (f->dmabuf_id != flow_id) {
-                flow_pool = mca_btl_devmem_dev_pool(f->dmabuf_id);
-                flow_id = f->dmabuf_id;
-            }
-            if (NULL == (pool = flow_pool)) {
-                snprintf(why, len, "the kernel reported a fragment in dmabuf %u, which is not "
-                         "ours", f->dmabuf_id);
-                return -1;
-            }
-            mca_btl_devmem_component.stats.get_dmabuf += f->len;
-        }
-        while (off < f->len) {
-            mca_btl_devmem_frag_t *get;
-            size_t chunk;
-            char *dst;
-
-            OPAL_THREAD_LOCK(&ep->lock); /* the list's tail grows in btl_get */
-            get = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->gets);
-            OPAL_THREAD_UNLOCK(&ep->lock);
-            chunk = get->hdr.size - df->head_got;
-            dst = (char *) get->local_address + df->head_got;
-            if (chunk > f->len - off) {
-                chunk = f->len - off;
-            }
-            if (0 != gather_piece(pool, f->offset + off, (const char *) b->linear + f->offset + off,
-                                  get, dst, chunk, why, len)) {
-                return -1;
-            }
-            off += chunk;
-            df->head_got += chunk;
-            OPAL_THREAD_LOCK(&ep->lock);
-            df->expected -= chunk;
-            if (df->head_got == get->hdr.size) {
-                opal_list_remove_first(&df->gets);
-                opal_list_append(done, &get->base.super.super);
-                df->head_got = 0;
-            }
-            OPAL_THREAD_UNLOCK(&ep->lock);
-        }
-    }
-    if (0 != devmem_copier_flush(&copier, &e)) {
-        snprintf(why, len, "gathering on the GPU: %s", e.msg);
-        return -1;
-    }
-    mca_btl_devmem_component.stats.gather_calls += copier.stats.flushes - flushes;
-    return 0;
-}
-
 /* Into RX_CLOSED from any state; an open flow gives its tokens back first. */
 static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
 {
@@ -169,13 +55,15 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
     if (MCA_BTL_DEVMEM_DF_RX_CLOSED == df->rx_state) {
         return;
     }
+    /* receives still gathering: their gets fail with the rest, their tokens go back */
+    mca_btl_devmem_devflow_gather_forget(df);
     if (MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state) {
         (void) mca_btl_devmem_watch_set(&df->rx_watch, 0);
         /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
         if (0 != devmem_ledger_close(&df->ledger, &e)) {
             opal_output(0, "btl:devmem: returning device-flow tokens at close: %s", e.msg);
         }
-        account(df);
+        mca_btl_devmem_devflow_rx_account(df);
     }
     mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_CLOSED, why);
     if (sd >= 0) {
@@ -223,16 +111,14 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     struct mca_btl_devmem_devflow *df = arg;
     mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    size_t cap;
+    size_t cap, depth = (size_t) mca_btl_devmem_component.gather_depth;
     struct devmem_rx_batch *b = mca_btl_devmem_dev_batch(&cap);
     char why[DEVMEM_ERR_MSG_MAX + 96];
-    opal_list_t done;
-    opal_list_item_t *item;
     int failed = 0;
     bool said = false;
 
     mca_btl_devmem_progress_activity();
-    OBJ_CONSTRUCT(&done, opal_list_t);
+    (void) mca_btl_devmem_devflow_gather_progress();
     for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed; round++) {
         struct devmem_err e;
         uint64_t expected = owed(df);
@@ -247,9 +133,13 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
             break;
         }
         if (-ENOBUFS == n) {
-            /* pool full: our tokens go back after every receive, so this is a transient
-             * state; wait for the next readiness */
+            /* pool full: receives still gathering hold pages; once the oldest is done they
+             * go back. With none in flight it is the other flows' moment: wait for the next
+             * readiness */
             mca_btl_devmem_component.stats.rx_pool_full++;
+            if (mca_btl_devmem_devflow_gather_wait_oldest()) {
+                continue;
+            }
             break;
         }
         if (n < 0) {
@@ -265,6 +155,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
                 /* the peer closed its sending side in order (finalize) */
                 DEVMEM_VERBOSE(20, "%s closed its device flow %u", OPAL_NAME_PRINT(ep->peer->name),
                                df->lane);
+                mca_btl_devmem_devflow_gather_settle(df, 0);
                 rx_close(df, "the peer closed it in order");
                 break;
             }
@@ -282,7 +173,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         if (-1 == df->rx_qpos) {
             learn_queue(df, k);
         }
-        if (0 != gather(df, b, &done, why, sizeof(why))) {
+        if (0 != mca_btl_devmem_devflow_gather(df, b, why, sizeof(why))) {
             failed = EPROTO;
             break;
         }
@@ -291,13 +182,12 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         if (df->rx_qpos >= 0) {
             mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos] += (uint64_t) n;
         }
-        /* the bytes are where they belong: give the pool back before anything else runs */
-        if (0 != devmem_ledger_release_frags(&df->ledger, b->frags, b->nfrags, &e)
-            || 0 != devmem_ledger_flush(&df->ledger, &e)) {
-            snprintf(why, sizeof(why), "device flow %u: returning tokens: %s", df->lane, e.msg);
-            failed = EIO;
+        /* what is in place gives its pool pages back now; at most depth receives of the
+         * lane hold theirs while the next one runs */
+        (void) mca_btl_devmem_devflow_gather_progress();
+        if (df->gathers >= depth) {
+            mca_btl_devmem_devflow_gather_settle(df, depth - 1);
         }
-        account(df);
         if (0 == owed(df)) {
             break; /* nothing owed: EOF or stray bytes wake us again */
         }
@@ -305,20 +195,13 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     b->len = cap;
     b->ledger = NULL;
     if (failed) {
-        OPAL_THREAD_LOCK(&ep->lock);
-        while (NULL != (item = opal_list_remove_first(&done))) {
-            opal_list_append(&df->gets, item); /* completed with the failure below */
-        }
-        OPAL_THREAD_UNLOCK(&ep->lock);
+        /* what arrived before the failure is whole: those gets complete */
+        mca_btl_devmem_devflow_gather_settle(df, 0);
         if (EPROTO == failed) {
             mca_btl_devmem_component.stats.proto_errors++;
         }
         mca_btl_devmem_endpoint_fail(ep, why, EPROTO == failed || said ? 0 : failed);
     }
-    while (NULL != (item = opal_list_remove_first(&done))) {
-        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_SUCCESS);
-    }
-    OBJ_DESTRUCT(&done);
 }
 
 void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df)
@@ -342,8 +225,5 @@ void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df)
 
 void mca_btl_devmem_devflow_rx_fini(void)
 {
-    if (copier_ready) {
-        devmem_copier_fini(&copier);
-        copier_ready = false;
-    }
+    mca_btl_devmem_devflow_gather_fini();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
 #include "btl_devmem_progress.h"
+#include "btl_devmem_devflow.h"
 #include "btl_devmem_waitway.h"
 #include "btl_devmem_watch.h"
 
@@ -191,6 +192,11 @@ int mca_btl_devmem_progress(void)
         return 0;
     }
     ran = mca_btl_devmem_watch_dispatch(0);
+    /* receives whose gather was still running: a waiting rank must not sleep on them */
+    if (mca_btl_devmem_devflow_gather_busy()) {
+        ran += mca_btl_devmem_devflow_gather_progress();
+        mca_btl_devmem_progress_activity();
+    }
     /* nothing of ours to wait for, or Open MPI yields on every idle call already */
     if (c->idle_yield_us < 0 || opal_progress_yield_when_idle) {
         goto out;
