@@ -3,8 +3,10 @@
  * The copier without a GPU: host-to-host pieces copied by the CPU and checked byte for byte;
  * the pipeline with host copies held back as a GPU would finish them (defer_polls): tickets
  * done in order and only then, waits that finish up to their ticket and no further, pieces
- * the caller reuses copied at once, more gathers than the ring holds.
+ * the caller reuses copied at once, a submit of nothing done at once, more gathers than the
+ * ring holds, a ticket never given refused.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -89,9 +91,10 @@ static void host_pipeline(void)
     CHECK(0 == rc && 0 == memcmp(lin, lin_dst, sizeof(lin)),
           "pipeline: a transient host piece is copied before add returns");
     rc = devmem_copier_submit(&c, &t_more, &err);
-    CHECK(0 == rc && t_more == t[N - 1], "pipeline: nothing held, the latest ticket (%llu)",
+    CHECK(0 == rc && 0 == t_more && 1 == devmem_copier_test(&c, t_more, &err),
+          "pipeline: nothing launched, ticket 0, done at once (%llu)",
           (unsigned long long) t_more);
-    CHECK(0 == devmem_copier_wait(&c, t_more, &err) && 0 == memcmp(dst[3], src[3], LEN) &&
+    CHECK(0 == devmem_copier_wait(&c, t[N - 1], &err) && 0 == memcmp(dst[3], src[3], LEN) &&
               0 == devmem_copier_inflight(&c),
           "pipeline: all done, nothing in flight");
 
@@ -106,6 +109,8 @@ static void host_pipeline(void)
               0 == memcmp(big[0], src[0], sizeof(big[0])) && all_zero(big[MANY - 1], 64),
           "pipeline: %d gathers, at most %d in flight, the oldest done to make room", MANY,
           DEVMEM_COPIER_INFLIGHT);
+    CHECK(-EINVAL == devmem_copier_test(&c, c.last_ticket + 1, &err),
+          "pipeline: a ticket never given is refused (%s)", err.msg);
     devmem_copier_fini(&c);
     for (size_t i = 0; i < MANY; i++) {
         order &= 0 == memcmp(big[i], src[i % N], sizeof(big[i]));

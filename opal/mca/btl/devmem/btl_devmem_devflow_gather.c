@@ -264,9 +264,10 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
         snprintf(why, len, "no memory to track a receive");
         return -1;
     }
-    /* the tokens first: whatever fails below, they go back with the receive */
+    /* the tokens first: whatever fails below, the receive gives them back */
     for (size_t i = 0; i < b->nfrags; i++) {
         if (DEVMEM_FRAG_DMABUF == b->frags[i].kind && 0 != rec_token(r, b->frags[i].token)) {
+            /* the lane fails; its ledger returns every token still out when it closes */
             snprintf(why, len, "no memory to hold a receive's tokens");
             rec_put(r);
             return -1;
@@ -280,11 +281,11 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
     }
     mca_btl_devmem_component.stats.gather_calls += c->stats.flushes - flushes;
     if (0 != rc) {
-        /* a failed gather may have written part of the gets: they fail with the lane, and
-         * the pieces already launched run out before the tokens go back */
+        /* nothing of this receive runs any more (a failed submit leaves nothing in flight;
+         * pieces only queued are dropped): its gets fail with the lane, its tokens go back */
         char scratch[DEVMEM_ERR_MSG_MAX + 96];
 
-        (void) devmem_copier_wait(c, c->last_ticket, &e);
+        devmem_copier_discard(c);
         requeue_gets(r);
         (void) return_tokens(r, scratch, sizeof(scratch));
         rec_put(r);
@@ -333,26 +334,45 @@ static void finish(struct inflight_rx *r, int rc, const struct devmem_err *e)
 }
 
 /* Finish receives oldest first: those whose gather is done, and with until > 0 every one
- * whose ticket is at most until, waiting for them. A completion may call progress, which
- * reaps too: each pass looks at the queue afresh. */
+ * whose ticket is at most until, waiting for them. Past a receive still gathering, only
+ * those that launched nothing (host copies, ticket 0) finish: they owe nothing to the GPU.
+ * Tickets are tested in the order they were given, so a failed gather is reported to the
+ * receive it belongs to. A completion may call progress, which reaps too, and may close
+ * lanes: each pass looks at the queue afresh. */
 static int reap(uint64_t until)
 {
     int finished = 0;
+    bool again = true;
 
-    while (NULL != pending.head) {
-        struct inflight_rx *r = pending.head;
-        struct devmem_err e;
-        int rc = r->ticket <= until ? devmem_copier_wait(&pending.copier, r->ticket, &e)
-                                    : devmem_copier_test(&pending.copier, r->ticket, &e);
+    while (again) {
+        bool gathering = false;
 
-        if (0 == rc && r->ticket > until) {
+        again = false;
+        for (struct inflight_rx *r = pending.head; NULL != r; r = r->next) {
+            struct devmem_err e;
+            int rc;
+
+            if (0 == r->ticket) {
+                rc = 1;
+            } else if (gathering) {
+                continue;
+            } else if (r->ticket <= until) {
+                rc = devmem_copier_wait(&pending.copier, r->ticket, &e);
+                rc = 0 == rc ? 1 : rc;
+            } else {
+                rc = devmem_copier_test(&pending.copier, r->ticket, &e);
+            }
+            if (0 == rc) {
+                gathering = true;
+                continue;
+            }
+            /* taken out before anything completes */
+            unlink_rec(r);
+            finish(r, rc < 0 ? rc : 0, &e);
+            finished++;
+            again = true;
             break;
         }
-        /* taken out before anything completes: a completion or a failure may close lanes,
-         * which forget their own receives in this queue */
-        unlink_rec(r);
-        finish(r, rc < 0 ? rc : 0, &e);
-        finished++;
     }
     return finished;
 }
@@ -375,56 +395,27 @@ void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df, siz
         while (r->df != df) {
             r = r->next;
         }
-        mca_btl_devmem_component.stats.gather_waits++;
-        (void) reap(r->ticket);
+        if (0 != r->ticket) {
+            mca_btl_devmem_component.stats.gather_waits++;
+        }
+        /* its ticket, or the latest before it for a receive that launched nothing */
+        (void) reap(0 != r->ticket ? r->ticket : pending.copier.done_ticket);
     }
 }
 
 bool mca_btl_devmem_devflow_gather_wait_oldest(void)
 {
+    uint64_t until = 0;
+
     if (NULL == pending.head) {
         return false;
     }
+    for (const struct inflight_rx *r = pending.head; NULL != r && 0 == until; r = r->next) {
+        until = r->ticket;
+    }
     mca_btl_devmem_component.stats.gather_waits++;
-    (void) reap(pending.head->ticket);
+    (void) reap(until);
     return true;
-}
-
-void mca_btl_devmem_devflow_gather_forget(struct mca_btl_devmem_devflow *df)
-{
-    struct inflight_rx *r = pending.head, *last = NULL, *next;
-    struct devmem_err e;
-    char why[DEVMEM_ERR_MSG_MAX + 96];
-    opal_list_t gets;
-
-    for (; NULL != r; r = r->next) {
-        if (r->df == df) {
-            last = r;
-        }
-    }
-    if (NULL == last) {
-        return;
-    }
-    /* the GPU may still write into the gets' buffers: done before they fail */
-    (void) devmem_copier_wait(&pending.copier, last->ticket, &e);
-    OBJ_CONSTRUCT(&gets, opal_list_t);
-    for (r = pending.head; NULL != r; r = next) {
-        next = r->next;
-        if (r->df != df) {
-            continue;
-        }
-        unlink_rec(r);
-        if (0 != return_tokens(r, why, sizeof(why))) {
-            opal_output(0, "btl:devmem: %s", why);
-        }
-        opal_list_join(&gets, opal_list_get_end(&gets), &r->done);
-        rec_put(r);
-    }
-    /* in stream order, before the gets no receive has reached yet */
-    OPAL_THREAD_LOCK(&df->ep->lock);
-    opal_list_join(&df->gets, list_front(&df->gets), &gets);
-    OPAL_THREAD_UNLOCK(&df->ep->lock);
-    OBJ_DESTRUCT(&gets);
 }
 
 void mca_btl_devmem_devflow_gather_fini(void)
@@ -434,7 +425,12 @@ void mca_btl_devmem_devflow_gather_fini(void)
     if (!pending.ready) {
         return;
     }
-    /* every lane forgot its receives when it closed */
+    /* every lane forgot its receives when it closed; any left would be a bug, but their
+     * memory goes all the same */
+    while (NULL != (r = pending.head)) {
+        unlink_rec(r);
+        rec_put(r);
+    }
     devmem_copier_fini(&pending.copier);
     while (NULL != (r = pending.spare)) {
         pending.spare = r->next;

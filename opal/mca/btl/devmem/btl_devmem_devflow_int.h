@@ -127,14 +127,12 @@ void mca_btl_devmem_devflow_rx_account(struct mca_btl_devmem_devflow *df);
  * gets are back at the head of df->gets, to fail with the lane). */
 int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                                   char *why, size_t len);
-/* Wait until at most keep of df's receives are in flight (finishing older ones of any
- * lane on the way). */
+/* Wait until at most keep of df's receives are in flight, finishing them (and older ones
+ * of any lane on the way): tokens back, gets completed, or failed where their gather
+ * failed. A completion or failure may close lanes, df's included. */
 void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df, size_t keep);
 /* Wait for the oldest receive in flight and finish it; false when there is none. */
 bool mca_btl_devmem_devflow_gather_wait_oldest(void);
-/* df closes: wait for its receives' gathers, give their tokens back, and put their gets at
- * the head of df->gets (to fail with the lane). Completes nothing. */
-void mca_btl_devmem_devflow_gather_forget(struct mca_btl_devmem_devflow *df);
 void mca_btl_devmem_devflow_gather_fini(void);
 
 END_C_DECLS

@@ -50,13 +50,16 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
 {
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;
-    int sd = df->rx_sd;
+    int sd;
 
+    /* receives still gathering: their bytes land first (the GPU may be writing into the
+     * gets' buffers), then they give their tokens back and complete; a failure among them
+     * may close this lane on the way */
+    mca_btl_devmem_devflow_gather_settle(df, 0);
     if (MCA_BTL_DEVMEM_DF_RX_CLOSED == df->rx_state) {
         return;
     }
-    /* receives still gathering: their gets fail with the rest, their tokens go back */
-    mca_btl_devmem_devflow_gather_forget(df);
+    sd = df->rx_sd;
     if (MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state) {
         (void) mca_btl_devmem_watch_set(&df->rx_watch, 0);
         /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
@@ -119,7 +122,10 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
 
     mca_btl_devmem_progress_activity();
     (void) mca_btl_devmem_devflow_gather_progress();
-    for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed; round++) {
+    /* finishing receives completes gets and may fail endpoints, this lane's too: each
+     * round starts on an open lane */
+    for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed
+                        && MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state; round++) {
         struct devmem_err e;
         uint64_t expected = owed(df);
         ssize_t n;
@@ -155,7 +161,6 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
                 /* the peer closed its sending side in order (finalize) */
                 DEVMEM_VERBOSE(20, "%s closed its device flow %u", OPAL_NAME_PRINT(ep->peer->name),
                                df->lane);
-                mca_btl_devmem_devflow_gather_settle(df, 0);
                 rx_close(df, "the peer closed it in order");
                 break;
             }
@@ -195,8 +200,6 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     b->len = cap;
     b->ledger = NULL;
     if (failed) {
-        /* what arrived before the failure is whole: those gets complete */
-        mca_btl_devmem_devflow_gather_settle(df, 0);
         if (EPROTO == failed) {
             mca_btl_devmem_component.stats.proto_errors++;
         }

@@ -16,18 +16,33 @@ void devmem_copier_init(struct devmem_copier *c)
     c->ordinal = -1;
 }
 
+static void retire(struct devmem_copier *c, uint64_t wait_upto);
+
 void devmem_copier_fini(struct devmem_copier *c)
 {
-    struct devmem_err e;
-
-    (void) devmem_copier_wait(c, c->last_ticket, &e);
+    /* whatever failed, nothing may still run into memory about to go */
+    while (c->inflight > 0) {
+        c->failed_ticket = 0;
+        retire(c, c->last_ticket);
+    }
+    devmem_copier_discard(c);
     free(c->d2d);
     free(c->other);
     free(c->held);
+    free(c->owned);
     for (size_t i = 0; i < DEVMEM_COPIER_INFLIGHT; i++) {
         free(c->slot[i].pieces);
+        free(c->slot[i].owned);
     }
     devmem_copier_init(c);
+}
+
+static void free_owned(void **v, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) {
+        free(v[i]);
+    }
+    *n = 0;
 }
 
 static int grow(struct devmem_copy **v, size_t *cap, size_t need, struct devmem_err *err)
@@ -83,10 +98,11 @@ static int slot_test(struct devmem_copier_slot *s, unsigned int defer_polls, int
     return devmem_cuda_fence_test(s->ordinal, s->fence, wait, err);
 }
 
-/* Retire finished slots, oldest first; block for every slot up to ticket wait_upto. */
+/* Retire finished slots, oldest first; block for every slot up to ticket wait_upto. Stops
+ * after a failed one, which stays to be reported (failed_ticket) before any later retires. */
 static void retire(struct devmem_copier *c, uint64_t wait_upto)
 {
-    while (c->inflight > 0) {
+    while (c->inflight > 0 && 0 == c->failed_ticket) {
         struct devmem_copier_slot *s = &c->slot[c->head];
         struct devmem_err e;
         int rc = slot_test(s, c->defer_polls, s->ticket <= wait_upto, &e);
@@ -94,10 +110,11 @@ static void retire(struct devmem_copier *c, uint64_t wait_upto)
         if (0 == rc) {
             return;
         }
-        if (rc < 0 && 0 == c->failed_ticket) {
+        if (rc < 0) {
             c->failed_ticket = s->ticket;
             c->failure = e;
         }
+        free_owned(s->owned, &s->n_owned);
         c->done_ticket = s->ticket;
         c->head = (c->head + 1) % DEVMEM_COPIER_INFLIGHT;
         c->inflight--;
@@ -112,6 +129,12 @@ static struct devmem_copier_slot *slot_new(struct devmem_copier *c, size_t npiec
     struct devmem_copier_slot *s;
 
     if (DEVMEM_COPIER_INFLIGHT == c->inflight) {
+        /* a failure stops retiring until it is reported: none to report, no room */
+        if (0 != c->failed_ticket) {
+            (void) devmem_err_set(err, EBUSY, "copier: %d gathers in flight and a failed "
+                                  "one not yet reported", DEVMEM_COPIER_INFLIGHT);
+            return NULL;
+        }
         c->stats.waits++;
         retire(c, c->slot[c->head].ticket);
     }
@@ -147,7 +170,7 @@ static int submit_device(struct devmem_copier *c, struct devmem_err *err)
         return 0;
     }
     if (NULL == (s = slot_new(c, n, err))) {
-        rc = -ENOMEM;
+        rc = -err->code;
         goto out;
     }
     if (c->n_d2d > 0) {
@@ -156,6 +179,18 @@ static int submit_device(struct devmem_copier *c, struct devmem_err *err)
     if (c->n_other > 0) {
         memcpy(s->pieces + c->n_d2d, c->other, c->n_other * sizeof(*s->pieces));
     }
+    if (c->n_owned > s->cap_owned) {
+        void **no = realloc(s->owned, c->n_owned * sizeof(*no));
+
+        if (NULL == no) {
+            rc = devmem_err_set(err, ENOMEM, "copier: no memory to track %zu copies",
+                                c->n_owned);
+            goto out;
+        }
+        s->owned = no;
+        s->cap_owned = c->n_owned;
+    }
+    memcpy(s->owned, c->owned, c->n_owned * sizeof(*s->owned));
     s->n_d2d = c->n_d2d;
     s->npieces = n;
     s->ordinal = c->ordinal;
@@ -163,18 +198,15 @@ static int submit_device(struct devmem_copier *c, struct devmem_err *err)
     if (0 == rc) {
         rc = devmem_cuda_copy_start(s->ordinal, s->pieces + s->n_d2d, n - s->n_d2d, 0, err);
     }
-    if (0 == rc) {
-        rc = devmem_cuda_fence(s->ordinal, &s->fence, err);
+    if (0 == rc && 0 != (rc = devmem_cuda_fence(s->ordinal, &s->fence, err))) {
+        /* launched, and nothing will tell when it is over: over before we go on */
+        (void) devmem_cuda_sync(s->ordinal, NULL);
     }
     if (0 != rc) {
-        /* what was launched may not be fenced: this ticket and every later one fail */
-        c->last_ticket++;
-        if (0 == c->failed_ticket) {
-            c->failed_ticket = c->last_ticket;
-            c->failure = *err;
-        }
         goto out;
     }
+    s->n_owned = c->n_owned; /* the slot frees them now */
+    c->n_owned = 0;
     slot_launched(c);
     c->stats.kernels += s->n_d2d > 1;
     c->stats.pieces += n;
@@ -185,6 +217,32 @@ static int submit_device(struct devmem_copier *c, struct devmem_err *err)
 out:
     c->n_d2d = c->n_other = 0;
     c->ordinal = -1;
+    return rc;
+}
+
+/* The queued device pieces of one device, run and waited for: a receive whose pieces go
+ * to two devices (rare) keeps one ticket, for the last device's. */
+static int run_device_now(struct devmem_copier *c, struct devmem_err *err)
+{
+    int rc = devmem_cuda_copy_batch(c->ordinal, c->d2d, c->n_d2d, 1, err);
+
+    if (0 == rc) {
+        rc = devmem_cuda_copy_batch(c->ordinal, c->other, c->n_other, 0, err);
+    }
+    if (0 == rc) {
+        c->stats.kernels += c->n_d2d > 1;
+        c->stats.pieces += c->n_d2d + c->n_other;
+        c->stats.flushes++;
+        for (size_t i = 0; i < c->n_d2d; i++) {
+            c->stats.device_bytes += c->d2d[i].len;
+        }
+        for (size_t i = 0; i < c->n_other; i++) {
+            c->stats.device_bytes += c->other[i].len;
+        }
+    }
+    c->n_d2d = c->n_other = 0;
+    c->ordinal = -1;
+    free_owned(c->owned, &c->n_owned);
     return rc;
 }
 
@@ -231,11 +289,30 @@ static int add(struct devmem_copier *c, void *dst, int dst_dev, const void *src,
         memcpy(dst, src, len);
         return 0;
     }
-    if (c->ordinal >= 0 && c->ordinal != ordinal && 0 != (rc = submit_device(c, err))) {
+    if (c->ordinal >= 0 && c->ordinal != ordinal && 0 != (rc = run_device_now(c, err))) {
         return rc;
     }
     c->ordinal = ordinal;
-    c->transient |= transient;
+    if (transient) {
+        void *copy = malloc(len), **no;
+
+        if (NULL == copy) {
+            return devmem_err_set(err, ENOMEM, "copier: no memory for %zu linear bytes", len);
+        }
+        if (c->n_owned == c->cap_owned) {
+            size_t ncap = c->cap_owned ? 2 * c->cap_owned : 16;
+
+            if (NULL == (no = realloc(c->owned, ncap * sizeof(*no)))) {
+                free(copy);
+                return devmem_err_set(err, ENOMEM, "copier: no memory to track copies");
+            }
+            c->owned = no;
+            c->cap_owned = ncap;
+        }
+        memcpy(copy, src, len);
+        c->owned[c->n_owned++] = copy;
+        src = copy;
+    }
     if (dst_dev && src_dev) {
         return push(&c->d2d, &c->n_d2d, &c->cap_d2d, dst, src, len, err);
     }
@@ -258,26 +335,33 @@ int devmem_copier_add_transient(struct devmem_copier *c, void *dst, int dst_dev,
 int devmem_copier_submit(struct devmem_copier *c, uint64_t *ticket, struct devmem_err *err)
 {
     struct devmem_err e;
-    int transient = c->transient;
+    uint64_t before = c->last_ticket;
     int rc = submit_device(c, &e);
 
     if (0 == rc) {
         rc = submit_held(c, &e);
     }
+    devmem_copier_discard(c);
+    *ticket = c->last_ticket == before ? 0 : c->last_ticket;
     if (0 != rc && NULL != err) {
         *err = e;
-    }
-    c->n_held = 0;
-    c->transient = 0;
-    *ticket = c->last_ticket;
-    if (0 == rc && transient) {
-        rc = devmem_copier_wait(c, c->last_ticket, err);
     }
     return rc;
 }
 
+void devmem_copier_discard(struct devmem_copier *c)
+{
+    c->n_d2d = c->n_other = c->n_held = 0;
+    c->ordinal = -1;
+    free_owned(c->owned, &c->n_owned);
+}
+
 int devmem_copier_test(struct devmem_copier *c, uint64_t ticket, struct devmem_err *err)
 {
+    if (ticket > c->last_ticket) {
+        return devmem_err_set(err, EINVAL, "copier: ticket %llu was never given",
+                              (unsigned long long) ticket);
+    }
     if (ticket > c->done_ticket) {
         retire(c, 0);
     }
@@ -285,6 +369,7 @@ int devmem_copier_test(struct devmem_copier *c, uint64_t ticket, struct devmem_e
         if (NULL != err) {
             *err = c->failure;
         }
+        c->failed_ticket = 0;
         return -c->failure.code;
     }
     return ticket <= c->done_ticket;
@@ -292,11 +377,16 @@ int devmem_copier_test(struct devmem_copier *c, uint64_t ticket, struct devmem_e
 
 int devmem_copier_wait(struct devmem_copier *c, uint64_t ticket, struct devmem_err *err)
 {
+    int rc;
+
     if (ticket > c->done_ticket) {
         c->stats.waits++;
+    }
+    /* each pass either reaches ticket or stops at a failure, which test reports */
+    while (0 == (rc = devmem_copier_test(c, ticket, err))) {
         retire(c, ticket);
     }
-    return devmem_copier_test(c, ticket, err) < 0 ? -c->failure.code : 0;
+    return rc < 0 ? rc : 0;
 }
 
 int devmem_copier_flush(struct devmem_copier *c, struct devmem_err *err)

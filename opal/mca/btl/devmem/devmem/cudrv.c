@@ -705,6 +705,22 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
     return rc;
 }
 
+int devmem_cuda_sync(int ordinal, struct devmem_err *err)
+{
+    cu_result res;
+    int rc;
+
+    if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
+        return rc;
+    }
+    res = cuda.stream_sync(cuda.dev[ordinal].stream);
+    if (CU_SUCCESS != res) {
+        rc = devmem_err_set(err, EIO, "cuda: cuStreamSynchronize: %s", cu_str(res));
+    }
+    ctx_leave();
+    return rc;
+}
+
 int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
 {
     struct cuda_dev *d;
@@ -745,6 +761,7 @@ int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err
     int rc;
 
     if (0 != (rc = ctx_enter(ordinal, err))) {
+        (void) cuda.event_destroy(ev); /* spent, as promised */
         return rc;
     }
     d = &cuda.dev[ordinal];

@@ -87,6 +87,9 @@ int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
 int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
                            int dev_to_dev, struct devmem_err *err);
 
+/* Wait for everything queued on device `ordinal`'s stream. */
+int devmem_cuda_sync(int ordinal, struct devmem_err *err);
+
 /* A fence (a CUDA event) on device `ordinal`'s stream, after everything queued there. */
 int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err);
 
