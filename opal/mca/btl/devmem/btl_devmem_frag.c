@@ -27,6 +27,9 @@ static void frag_construct(mca_btl_devmem_frag_t *frag)
     frag->capacity = 0;
     frag->stage = NULL;
     frag->txmem = NULL;
+    /* a new fragment goes into the pool as a returned one does: the thread that takes it
+     * first may be another than the one that grew the pool */
+    MCA_BTL_DEVMEM_HANDOFF_GIVEN(frag);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
