@@ -8,7 +8,10 @@
 # on the GPU before their tokens go back.
 # Checked per rank: every byte of every message and echo (in gpubuf), the device path on,
 # tokens balanced, get bytes through dmabuf fragments, GPU gathers, devmem TX from the
-# device-memory side. Skips without an NVIDIA GPU and driver.
+# device-memory side. Then D D over 1 and 4 device-flow lanes, with the pipelined gather
+# at depth 1 (every receive waits for its gather) and 4 (several gathers on the stream at
+# once, each receive's tokens back when its event has passed). Skips without an NVIDIA GPU
+# and driver.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -39,4 +42,24 @@ for pair in "D D" "D H" "H D"; do
         fi
     done
 done
+# several lanes, the gather pipelined or not
+saved=("${DEVMEM_MCA_ARGS[@]}")
+for setting in "1 1" "4 1" "4 4"; do
+    read -r lanes depth <<<"$setting"
+    DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_devflows "$lanes"
+        --mca btl_devmem_gather_depth "$depth")
+    devmem_mpi_test gpubuf 2 -- -a D -b D -m 64M || continue
+    devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+    for r in 0 1; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_lanes -eq "$lanes"
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_calls -gt 0
+        if [ "$depth" -gt 1 ]; then
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gathers_inflight_max -ge 2
+        else
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gathers_inflight_max -eq 1
+        fi
+    done
+    [ "$lanes" -gt 1 ] && devmem_expect_spread "$DEVMEM_LAST_OUT" 0 lanes "$lanes"
+done
+DEVMEM_MCA_ARGS=("${saved[@]}")
 devmem_finish
