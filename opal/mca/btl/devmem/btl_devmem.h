@@ -152,6 +152,8 @@ typedef struct mca_btl_devmem_component_t {
     int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
     int idle_block_us;      /* longest sleep of a waiting rank on a shared core, 0: none */
     bool idle_adapt;        /* measure waits and spin where handing the core over loses */
+    bool idle_own;          /* our policy, not Open MPI's yield-when-idle, while we have
+                             * connections */
     int idle_spin_us;       /* there: quiet microseconds spun before handing over anyway */
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */

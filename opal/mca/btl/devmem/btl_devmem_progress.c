@@ -197,9 +197,14 @@ int mca_btl_devmem_progress(void)
         ran += mca_btl_devmem_devflow_gather_progress();
         mca_btl_devmem_progress_activity();
     }
-    /* nothing of ours to wait for, or Open MPI yields on every idle call already */
-    if (c->idle_yield_us < 0 || opal_progress_yield_when_idle) {
+    /* nothing of ours to wait for; or Open MPI yields on every idle call and we leave it */
+    if (c->idle_yield_us < 0 || (opal_progress_yield_when_idle && !c->idle_own)) {
         goto out;
+    }
+    /* Open MPI yields on every idle call (mpi_yield_when_idle): ours decides instead, and
+     * reports an event, so that opal_progress does not yield after it */
+    if (opal_progress_yield_when_idle) {
+        ran += 0 == ran;
     }
     activity = __atomic_load_n(&c->activity, __ATOMIC_RELAXED);
     if (activity != seen_activity) {

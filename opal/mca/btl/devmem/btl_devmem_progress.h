@@ -31,6 +31,11 @@
  * contended core are timed and btl_devmem_waitway.h picks the faster way: hand over as above,
  * or spin (a rank bound to one CPU for at most btl_devmem_idle_spin_us, then hand over all
  * the same; one the scheduler may move for as long as it waits).
+ *
+ * Open MPI's mpi_yield_when_idle yields after every progress call that reports no event,
+ * beside a busy process a whole slice each time. With btl_devmem_idle_own, while we have
+ * connections, this policy decides instead and our progress reports an event so that
+ * opal_progress does not yield after it.
  */
 #ifndef MCA_BTL_DEVMEM_PROGRESS_H
 #define MCA_BTL_DEVMEM_PROGRESS_H
