@@ -7,8 +7,8 @@
  * receive first. btl_devmem_gather_depth bounds the receives of one lane in flight; a full
  * pool, a closing lane and a failure wait for them.
  *
- * Host destinations are copied by the CPU at once, so their receives finish as soon as they
- * are looked at: the pipeline costs them nothing. btl_devmem_emul_gather_lag holds host
+ * Host destinations are copied by the CPU at once, so their receives finish there and then,
+ * never queued: the pipeline costs them nothing. btl_devmem_emul_gather_lag holds host
  * copies back as a GPU would, so that CI exercises the pipeline without one.
  *
  * Threads: everything here runs under the dispatch lock (receive callbacks and the
@@ -93,21 +93,18 @@ static int rec_token(struct inflight_rx *r, uint32_t token)
     return 0;
 }
 
-/* Take r (the oldest, or df's during forget) out of the queue. */
-static void unlink_rec(struct inflight_rx *r)
+/* The oldest receive, out of the queue. */
+static struct inflight_rx *pop_oldest(void)
 {
-    struct inflight_rx **p = &pending.head, *prev = NULL;
+    struct inflight_rx *r = pending.head;
 
-    while (*p != r) {
-        prev = *p;
-        p = &(*p)->next;
-    }
-    *p = r->next;
-    if (pending.tail == r) {
-        pending.tail = prev;
+    pending.head = r->next;
+    if (NULL == pending.head) {
+        pending.tail = NULL;
     }
     pending.n--;
     r->df->gathers--;
+    return r;
 }
 
 /* ---------------------------------------------------------------- one receive in */
@@ -249,6 +246,8 @@ static int return_tokens(struct inflight_rx *r, char *why, size_t len)
     return 0;
 }
 
+static void finish(struct inflight_rx *r, int rc, const struct devmem_err *e);
+
 int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                                   char *why, size_t len)
 {
@@ -290,6 +289,11 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
         (void) return_tokens(r, scratch, sizeof(scratch));
         rec_put(r);
         return -1;
+    }
+    if (0 == r->ticket) {
+        /* nothing launched (host copies are done): its bytes are in place already */
+        finish(r, 0, NULL);
+        return 0;
     }
     if (NULL == pending.tail) {
         pending.head = r;
@@ -334,45 +338,25 @@ static void finish(struct inflight_rx *r, int rc, const struct devmem_err *e)
 }
 
 /* Finish receives oldest first: those whose gather is done, and with until > 0 every one
- * whose ticket is at most until, waiting for them. Past a receive still gathering, only
- * those that launched nothing (host copies, ticket 0) finish: they owe nothing to the GPU.
- * Tickets are tested in the order they were given, so a failed gather is reported to the
- * receive it belongs to. A completion may call progress, which reaps too, and may close
- * lanes: each pass looks at the queue afresh. */
+ * whose ticket is at most until, waiting for them. Tickets are tested in the order they were
+ * given, so a failed gather is reported to the receive it belongs to. A completion may call
+ * progress, which reaps too, and may close lanes: each pass looks at the queue afresh. */
 static int reap(uint64_t until)
 {
     int finished = 0;
-    bool again = true;
 
-    while (again) {
-        bool gathering = false;
+    while (NULL != pending.head) {
+        uint64_t ticket = pending.head->ticket;
+        struct devmem_err e;
+        int rc = ticket <= until ? devmem_copier_wait(&pending.copier, ticket, &e)
+                                 : devmem_copier_test(&pending.copier, ticket, &e);
 
-        again = false;
-        for (struct inflight_rx *r = pending.head; NULL != r; r = r->next) {
-            struct devmem_err e;
-            int rc;
-
-            if (0 == r->ticket) {
-                rc = 1;
-            } else if (gathering) {
-                continue;
-            } else if (r->ticket <= until) {
-                rc = devmem_copier_wait(&pending.copier, r->ticket, &e);
-                rc = 0 == rc ? 1 : rc;
-            } else {
-                rc = devmem_copier_test(&pending.copier, r->ticket, &e);
-            }
-            if (0 == rc) {
-                gathering = true;
-                continue;
-            }
-            /* taken out before anything completes */
-            unlink_rec(r);
-            finish(r, rc < 0 ? rc : 0, &e);
-            finished++;
-            again = true;
-            break;
+        if (0 == rc && ticket > until) {
+            break; /* still gathering, and so is every later one */
         }
+        /* taken out before anything completes */
+        finish(pop_oldest(), rc < 0 ? rc : 0, &e);
+        finished++;
     }
     return finished;
 }
@@ -395,26 +379,18 @@ void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df, siz
         while (r->df != df) {
             r = r->next;
         }
-        if (0 != r->ticket) {
-            mca_btl_devmem_component.stats.gather_waits++;
-        }
-        /* its ticket, or the latest before it for a receive that launched nothing */
-        (void) reap(0 != r->ticket ? r->ticket : pending.copier.done_ticket);
+        mca_btl_devmem_component.stats.gather_waits++;
+        (void) reap(r->ticket);
     }
 }
 
 bool mca_btl_devmem_devflow_gather_wait_oldest(void)
 {
-    uint64_t until = 0;
-
     if (NULL == pending.head) {
         return false;
     }
-    for (const struct inflight_rx *r = pending.head; NULL != r && 0 == until; r = r->next) {
-        until = r->ticket;
-    }
     mca_btl_devmem_component.stats.gather_waits++;
-    (void) reap(until);
+    (void) reap(pending.head->ticket);
     return true;
 }
 
@@ -427,9 +403,8 @@ void mca_btl_devmem_devflow_gather_fini(void)
     }
     /* every lane forgot its receives when it closed; any left would be a bug, but their
      * memory goes all the same */
-    while (NULL != (r = pending.head)) {
-        unlink_rec(r);
-        rec_put(r);
+    while (NULL != pending.head) {
+        rec_put(pop_oldest());
     }
     devmem_copier_fini(&pending.copier);
     while (NULL != (r = pending.spare)) {

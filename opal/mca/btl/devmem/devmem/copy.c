@@ -159,6 +159,20 @@ static void slot_launched(struct devmem_copier *c)
     }
 }
 
+/* The queued device pieces were launched: count them. */
+static void count_launch(struct devmem_copier *c)
+{
+    c->stats.kernels += c->n_d2d > 1;
+    c->stats.pieces += c->n_d2d + c->n_other;
+    c->stats.flushes++;
+    for (size_t i = 0; i < c->n_d2d; i++) {
+        c->stats.device_bytes += c->d2d[i].len;
+    }
+    for (size_t i = 0; i < c->n_other; i++) {
+        c->stats.device_bytes += c->other[i].len;
+    }
+}
+
 /* Launch the queued device pieces on their device's stream, a fence after them. */
 static int submit_device(struct devmem_copier *c, struct devmem_err *err)
 {
@@ -208,12 +222,7 @@ static int submit_device(struct devmem_copier *c, struct devmem_err *err)
     s->n_owned = c->n_owned; /* the slot frees them now */
     c->n_owned = 0;
     slot_launched(c);
-    c->stats.kernels += s->n_d2d > 1;
-    c->stats.pieces += n;
-    c->stats.flushes++;
-    for (size_t i = 0; i < n; i++) {
-        c->stats.device_bytes += s->pieces[i].len;
-    }
+    count_launch(c);
 out:
     c->n_d2d = c->n_other = 0;
     c->ordinal = -1;
@@ -224,21 +233,15 @@ out:
  * to two devices (rare) keeps one ticket, for the last device's. */
 static int run_device_now(struct devmem_copier *c, struct devmem_err *err)
 {
-    int rc = devmem_cuda_copy_batch(c->ordinal, c->d2d, c->n_d2d, 1, err);
+    int rc = devmem_cuda_copy_start(c->ordinal, c->d2d, c->n_d2d, 1, err);
 
     if (0 == rc) {
-        rc = devmem_cuda_copy_batch(c->ordinal, c->other, c->n_other, 0, err);
+        rc = devmem_cuda_copy_start(c->ordinal, c->other, c->n_other, 0, err);
     }
     if (0 == rc) {
-        c->stats.kernels += c->n_d2d > 1;
-        c->stats.pieces += c->n_d2d + c->n_other;
-        c->stats.flushes++;
-        for (size_t i = 0; i < c->n_d2d; i++) {
-            c->stats.device_bytes += c->d2d[i].len;
-        }
-        for (size_t i = 0; i < c->n_other; i++) {
-            c->stats.device_bytes += c->other[i].len;
-        }
+        count_launch(c);
+        /* a failed start has waited for the stream already */
+        rc = devmem_cuda_sync(c->ordinal, err);
     }
     c->n_d2d = c->n_other = 0;
     c->ordinal = -1;

@@ -651,36 +651,6 @@ static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err
     return rc;
 }
 
-int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
-                           int dev_to_dev, struct devmem_err *err)
-{
-    struct cuda_dev *d;
-    cu_result res, sres;
-    const char *what;
-    int rc;
-
-    if (0 == n) {
-        return 0;
-    }
-    if (0 != (rc = stream_enter(ordinal, n, dev_to_dev, err))) {
-        return rc;
-    }
-    d = &cuda.dev[ordinal];
-    res = enqueue(d, ops, n, dev_to_dev, &what);
-    /* wait even after a failed enqueue: nothing may still be reading the pieces */
-    sres = cuda.stream_sync(d->stream);
-    if (CU_SUCCESS == res && CU_SUCCESS != sres) {
-        res = sres;
-        what = "cuStreamSynchronize";
-    }
-    if (CU_SUCCESS != res) {
-        rc = devmem_err_set(err, EIO, "cuda: gather of %zu pieces: %s: %s", n, what,
-                            cu_str(res));
-    }
-    ctx_leave();
-    return rc;
-}
-
 int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
                            int dev_to_dev, struct devmem_err *err)
 {
@@ -719,6 +689,15 @@ int devmem_cuda_sync(int ordinal, struct devmem_err *err)
     }
     ctx_leave();
     return rc;
+}
+
+int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
+                           int dev_to_dev, struct devmem_err *err)
+{
+    int rc = devmem_cuda_copy_start(ordinal, ops, n, dev_to_dev, err);
+
+    /* a failed start has waited for what it queued already */
+    return 0 != rc || 0 == n ? rc : devmem_cuda_sync(ordinal, err);
 }
 
 int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
