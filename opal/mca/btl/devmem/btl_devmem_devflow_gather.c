@@ -291,9 +291,13 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
         return -1;
     }
     if (0 == r->ticket) {
-        /* nothing launched (host copies are done): its bytes are in place already */
-        finish(r, 0, NULL);
-        return 0;
+        /* nothing launched (host copies are done): its bytes are in place, but a get it
+         * finishes may have earlier bytes in a receive still gathering: after that one */
+        if (NULL == pending.head) {
+            finish(r, 0, NULL);
+            return 0;
+        }
+        r->ticket = pending.tail->ticket;
     }
     if (NULL == pending.tail) {
         pending.head = r;
