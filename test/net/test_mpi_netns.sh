@@ -57,19 +57,25 @@ after=$(netns_link_bytes)
 # 3. Both ranks bound to core 0, as Open MPI 4.1's own binding puts each host's first rank
 # (taskset, since Open MPI 5 maps the two hosts' ranks apart). Without mpi_yield_when_idle,
 # spinning ranks then take turns of a whole time slice per message; btl/devmem must get
-# through by yielding when its connections are quiet, and, once its yields show the core
-# shared, by sleeping on its sockets (a validated run within the time limit, the yields and
-# the sleeps counted).
+# through by yielding when its connections are quiet (a validated run within the time limit,
+# the yields counted), and, with btl_devmem_idle_block_us, by sleeping on its sockets once
+# its yields show the core shared (the sleeps counted).
 if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    if NETNS_YIELD=0 devmem_run_checked \
-        "pingpong 1+1 ranks on one core, no mpi_yield_when_idle" pingpong 2 "$limit" \
-        netns_mpirun "$limit" 1 1 --mca btl_devmem_stats 1 \
-        taskset -c 0 "$DEVMEM_MPI_BIN/pingpong" -m 1M; then
-        devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_yields -gt 0
-        devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_yields -gt 0
-        devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -gt 0
-        devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -gt 0
-    fi
+    for block in 0 1000; do
+        if NETNS_YIELD=0 devmem_run_checked \
+            "pingpong 1+1 ranks on one core, no mpi_yield_when_idle, idle_block_us $block" \
+            pingpong 2 "$limit" netns_mpirun "$limit" 1 1 --mca btl_devmem_stats 1 \
+            --mca btl_devmem_idle_block_us "$block" taskset -c 0 "$DEVMEM_MPI_BIN/pingpong" -m 1M; then
+            devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_yields -gt 0
+            devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_yields -gt 0
+            if [ "$block" -gt 0 ]; then
+                devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -gt 0
+                devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -gt 0
+            else
+                devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -eq 0
+            fi
+        fi
+    done
 fi
 
 # 4. the ping-pong alone moves 2 x 2 x (1+16+...) MiB between the hosts: far more than 32 MiB

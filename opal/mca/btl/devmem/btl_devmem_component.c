@@ -286,17 +286,18 @@ static int component_register(void)
             "component's connections have been quiet for this many microseconds and another "
             "task wants its core (ranks sharing a core otherwise take turns of a whole time "
             "slice, 4 ms per message); a rank alone on its core keeps spinning. 0: yield at "
-            "once when quiet, -1: never (spin like the TCP BTL). Off with mpi_yield_when_idle, "
-            "which yields always",
+            "once when quiet, -1: never (spin like the TCP BTL). With mpi_yield_when_idle, Open "
+            "MPI's yields decide instead unless btl_devmem_idle_own",
             OPAL_INFO_LVL_5, &c->idle_yield_us);
-    c->idle_block_us = 1000;
+    c->idle_block_us = 0;
     reg_int("idle_block_us",
-            "Once a yield shows that another task runs on this rank's core (typically the "
-            "peer it waits for), the waiting rank sleeps until one of its sockets is "
-            "ready, for at most this many microseconds at a time, rather than spin "
-            "and yield; what other components (e.g. shared memory) deliver meanwhile waits "
-            "that long at most. Only inside a wait loop, never in a lone MPI_Test. 0: never "
-            "sleep, only yield",
+            "Once two yields in a row show that another task runs on the core of a rank "
+            "bound to one CPU (typically the peer it waits for), the waiting rank hands the "
+            "core over at every quiet progress call. 0 (default): by yielding. N > 0: by "
+            "sleeping until one of its sockets is ready, for at most N microseconds at a "
+            "time, only inside a wait loop; what other components (e.g. shared memory) "
+            "deliver meanwhile waits that long at most. Yielding measured faster: 8 B 25 vs "
+            "29 us, 1 MiB 0.2 vs 0.42 ms (the sleeper's wake-ups preempt the sending peer)",
             OPAL_INFO_LVL_5, &c->idle_block_us);
     c->idle_adapt = true;
     reg_bool("idle_adapt",

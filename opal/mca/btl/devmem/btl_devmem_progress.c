@@ -118,6 +118,22 @@ static void way_start(uint64_t now)
     }
 }
 
+/* Gives the core away; two yields in a row that kept us off it long enough mark a rank bound
+ * to one CPU as sharing it. */
+static void yield_core(mca_btl_devmem_component_t *c, uint64_t now)
+{
+    uint64_t back;
+
+    (void) sched_yield();
+    c->stats.idle_yields++;
+    back = now_ns();
+    handovers = back - now >= HANDED_OVER_NS ? handovers + 1 : 0;
+    if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu(back)) {
+        shared_until_ns = back + SHARED_NS;
+    }
+    last_quiet_call_ns = back;
+}
+
 static int idle(mca_btl_devmem_component_t *c, uint64_t now)
 {
     bool in_wait_loop = now - last_quiet_call_ns < BACK_TO_BACK_NS;
@@ -130,8 +146,11 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
         && !spun_enough(c, now)) {
         return 0; /* measured: the answer comes sooner to a rank that keeps its core */
     }
-    if (now < shared_until_ns && c->idle_block_us > 0) {
-        if (in_wait_loop) {
+    if (now < shared_until_ns) {
+        /* the core is shared: hand it over at the first quiet call, not after idle_yield_us */
+        if (c->idle_block_us <= 0) {
+            yield_core(c, now);
+        } else if (in_wait_loop) {
             ran = mca_btl_devmem_watch_dispatch(c->idle_block_us);
             c->stats.idle_blocks++;
             last_quiet_call_ns = now_ns(); /* the next call is back to back again */
@@ -139,16 +158,7 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
         return ran;
     }
     if (now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u && contended) {
-        uint64_t back;
-
-        (void) sched_yield();
-        c->stats.idle_yields++;
-        back = now_ns();
-        handovers = back - now >= HANDED_OVER_NS ? handovers + 1 : 0;
-        if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu(back)) {
-            shared_until_ns = back + SHARED_NS;
-        }
-        last_quiet_call_ns = back;
+        yield_core(c, now);
     }
     return ran;
 }

@@ -18,12 +18,14 @@
  *
  * A rank bound to one CPU whose yields keep handing the core over (two in a row that kept it
  * away 20 us or more) shares that core with a task that runs: most likely the peer it waits
- * for. For the next 200 ms it sleeps on its sockets (poll or epoll) as soon as it is quiet, for
- * at most btl_devmem_idle_block_us, instead of spinning and yielding: the peer gets the core at
- * once and the answer wakes us (pinned 1+1 ranks over a veth: 8 B in 19 us instead of 29). A
- * rank the scheduler may move stays with yields: there the wake-up of a sleeper cost twice the
- * latency. It only sleeps inside a wait loop (back-to-back progress calls), never in a lone
- * MPI_Test between computations.
+ * for. For the next 200 ms it hands the core over as soon as it is quiet instead of after
+ * idle_yield_us: it sleeps on its sockets (poll or epoll) for at most btl_devmem_idle_block_us,
+ * so that the peer gets the core at once and the answer wakes us, or it yields at every quiet
+ * call, which pays no wake-up. Which of the two is faster depends on the kernel and on the
+ * task beside us; with btl_devmem_idle_adapt it is timed and chosen like the choice to spin
+ * below (first guess: sleep). A rank the scheduler may move stays with yields after
+ * idle_yield_us: there the wake-up of a sleeper cost twice the latency. It only sleeps inside
+ * a wait loop (back-to-back progress calls), never in a lone MPI_Test between computations.
  *
  * All of that is right when the task beside us is the peer, and wrong when it is a busy
  * process of no concern to us: a yield gives it a whole slice, a sleep costs a wake-up, and
