@@ -22,36 +22,51 @@ data=${data:0:15}
 netns_add_link "$data" 192.0.2.101 192.0.2.102
 NETNS_BTL_IF=$data
 
-cut_run() { # LABEL EXTRA-MCA-ARGS...
-    local label=$1 out start rc elapsed job
+# Jobs started by cut_start run side by side over the same data link, and see the same cut
+# (cut_now): the waits for the defaults' timeouts overlap instead of adding up.
+cut_labels=() cut_jobs=() cut_outs=()
+cut_start() { # LABEL EXTRA-MCA-ARGS...
+    local label=$1 out
     shift
     out=$DEVMEM_TEST_TMP/cut-${label// /-}.out
-    ip -n "$NETNS_A" link set "$data" up && ip -n "$NETNS_B" link set "$data" up
     netns_mpirun 120 1 1 "$@" "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 100000 >"$out" 2>&1 &
-    job=$!
+    cut_labels+=("$label") cut_jobs+=($!) cut_outs+=("$out")
+}
+
+cut_now() {
+    local i label out start rc elapsed alive=()
     sleep 4 # connections up, messages in flight
-    if ! kill -0 "$job" 2>/dev/null; then
-        cat "$out"
-        devmem_step_fail "$label: the job ended before the cut (it must run for minutes)"
-        return
-    fi
+    for i in "${!cut_jobs[@]}"; do
+        if kill -0 "${cut_jobs[$i]}" 2>/dev/null; then
+            alive+=("$i")
+        else
+            wait "${cut_jobs[$i]}"
+            cat "${cut_outs[$i]}"
+            devmem_step_fail "${cut_labels[$i]}: the job ended before the cut (it must run for minutes)"
+        fi
+    done
     start=$EPOCHREALTIME
     ip -n "$NETNS_A" link set "$data" down
-    wait "$job"
-    rc=$?
-    elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
-    grep -v '^\[[^]]*\] \[ *[0-9]*\]' "$out" | head -n 40
-    if [ "$rc" -eq 0 ]; then
-        devmem_step_fail "$label: mpirun exited 0 although the link was cut"
-    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-        devmem_step_fail "$label: mpirun still running ${elapsed}s after the cut (killed at the limit)"
-    elif awk -v e="$elapsed" 'BEGIN { exit !(e < 30) }'; then
-        devmem_step_ok "$label: mpirun exited $rc ${elapsed}s after the data link went down"
-    else
-        devmem_step_fail "$label: mpirun took ${elapsed}s to exit after the cut (want < 30 s)"
-    fi
-    devmem_expect_line "$out" "lost the connection to \[\[[0-9]+,[0-9]+\],[01]\] on host dmnode-$$-[ab] \(interface $data\)" \
-        "$label: a rank names the peer it lost"
+    for i in "${alive[@]}"; do
+        label=${cut_labels[$i]} out=${cut_outs[$i]}
+        wait "${cut_jobs[$i]}"
+        rc=$?
+        elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+        grep -v '^\[[^]]*\] \[ *[0-9]*\]' "$out" | head -n 40
+        if [ "$rc" -eq 0 ]; then
+            devmem_step_fail "$label: mpirun exited 0 although the link was cut"
+        elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+            devmem_step_fail "$label: mpirun still running ${elapsed}s after the cut (killed at the limit)"
+        elif awk -v e="$elapsed" 'BEGIN { exit !(e < 30) }'; then
+            devmem_step_ok "$label: mpirun exited $rc ${elapsed}s after the data link went down"
+        else
+            devmem_step_fail "$label: mpirun took ${elapsed}s to exit after the cut (want < 30 s)"
+        fi
+        devmem_expect_line "$out" "lost the connection to \[\[[0-9]+,[0-9]+\],[01]\] on host dmnode-$$-[ab] \(interface $data\)" \
+            "$label: a rank names the peer it lost"
+    done
+    cut_labels=() cut_jobs=() cut_outs=()
+    ip -n "$NETNS_A" link set "$data" up && ip -n "$NETNS_B" link set "$data" up
 }
 
 # The other side of the coin: a peer that stays out of MPI (8 s) while data waits for it,
@@ -61,7 +76,9 @@ devmem_run_checked "a receiver busy for 8 s, peer timeout 3 s, keepalive 2 s" sl
     "$DEVMEM_MPI_LIMIT" netns_mpirun "$DEVMEM_MPI_LIMIT" 1 1 --mca btl_devmem_peer_timeout 3 \
     --mca btl_devmem_keepalive 2 "$DEVMEM_MPI_BIN/slowreader" -s 8
 
-cut_run "host path, defaults"
-cut_run "emulated device path, defaults" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
-cut_run "host path, peer timeout alone" --mca btl_devmem_keepalive 0 --mca btl_devmem_peer_timeout 5
+cut_start "host path, defaults"
+cut_start "emulated device path, defaults" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+cut_now
+cut_start "host path, peer timeout alone" --mca btl_devmem_keepalive 0 --mca btl_devmem_peer_timeout 5
+cut_now
 devmem_finish
