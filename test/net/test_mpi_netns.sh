@@ -58,10 +58,10 @@ after=$(netns_link_bytes)
 # (taskset, since Open MPI 5 maps the two hosts' ranks apart). Without mpi_yield_when_idle,
 # spinning ranks then take turns of a whole time slice per message; btl/devmem must get
 # through by yielding when its connections are quiet (a validated run within the time limit,
-# the yields counted), and, with btl_devmem_idle_block_us, by sleeping on its sockets once
-# its yields show the core shared (the sleeps counted).
+# the yields counted), and, once its yields show the core shared, by sleeping on its sockets
+# (the default, idle_block_us 1000: the sleeps counted) or by yielding at once (0: none).
 if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    for block in 0 1000; do
+    for block in 1000 0; do
         if NETNS_YIELD=0 devmem_run_checked \
             "pingpong 1+1 ranks on one core, no mpi_yield_when_idle, idle_block_us $block" \
             pingpong 2 "$limit" netns_mpirun "$limit" 1 1 --mca btl_devmem_stats 1 \
@@ -73,6 +73,7 @@ if [ "$DEVMEM_BTL_NAME" = devmem ]; then
                 devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -gt 0
             else
                 devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -eq 0
+                devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -eq 0
             fi
         fi
     done
