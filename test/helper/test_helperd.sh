@@ -7,7 +7,9 @@
 #      connection's binding id, limits, TX sharing across users, a connection flood; each
 #      refused with its reason while a good client keeps its binding
 #   2. a uid outside allow-group is refused at hello, and allow-tx no refuses TX bindings
-#      (a second helper, allow-group root)
+#      (a second helper, allow-group root); and steering rules no binding of this helper made
+#      (DEVMEM_HELPERD_EMUL_STRAYS: one into a queue, one into an RSS context) keep their
+#      queues out of every binding, each named in the log with the command that deletes it
 #   3. a validated 2-rank MPI run as user nobody with btl_devmem_kernel emulated and
 #      btl_devmem_mode require, every binding and rule through the helper, tokens balanced;
 #      each rank's pool on 4 RX queues with an RSS context over them; and with a policy of
@@ -99,6 +101,22 @@ if start_helper closed emulated "interface lo queues 1-4" "allow-group root" \
     else
         devmem_step_fail "a uid outside allow-group"
     fi
+fi
+
+# ---- rules that no binding of this helper made (a killed helper's, an administrator's): the
+# queues they steer to, directly or through an RSS context, are left out of every binding
+if DEVMEM_HELPERD_EMUL_STRAYS="lo:3 lo:ctx:5-6" start_helper strays emulated \
+    "interface lo queues 1-8" "allow-group root"; then
+    if "$clients" "$T/strays.sock" strays; then
+        devmem_step_ok "stray rules: bindings get queues 1-2, 4 and 7-8, never 3 or 5-6"
+    else
+        devmem_step_fail "stray rules (helper log follows)"
+        cat "$T/strays.log"
+    fi
+    devmem_expect_line "$T/strays.log" "lo: rule [0-9]+ steers to queue 3, and no binding of this helper made it.*ethtool -N lo delete" \
+        "the helper names the stray rule into queue 3 and how to delete it"
+    devmem_expect_line "$T/strays.log" "lo: rule [0-9]+ steers into RSS context [0-9]+ \(queues 5-6\), and no binding of this helper made it.*ethtool -N lo delete" \
+        "the helper names the stray rule into the RSS context, its queues, and how to delete it"
 fi
 
 # ---- 3, 4: MPI as nobody through the helper

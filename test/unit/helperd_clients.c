@@ -5,14 +5,18 @@
  * (interface lo queues 1-4; max-bindings 3, max-rules 3, max-bytes 64M per user;
  * max-clients-per-user 20; allow-group root nogroup; socket-group nogroup).
  *
- * usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME [ADDR] | foreign-netns]
+ * usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME [ADDR] | foreign-netns
+ *                               | strays]
  *   every scenario below, in order; "refused-user" instead checks that a uid outside
  *   allow-group is turned away at hello, and that allow-tx no refuses TX bindings (the
  *   script runs a second helper for it);
  *   "kernel-refuses IFNAME" that a helper running the real kernel relays the kernel's
  *   refusal of IFNAME (EOPNOTSUPP and its extack), word for word, and holds nothing after;
  *   "foreign-netns", run in another network namespace than the helper, that a socket from
- *   there is refused (it proves nothing about the ports of the helper's namespace).
+ *   there is refused (it proves nothing about the ports of the helper's namespace);
+ *   "strays", against a helper (lo queues 1-8) whose emulated NIC already holds a rule into
+ *   queue 3 and one into an RSS context over queues 5-6 (DEVMEM_HELPERD_EMUL_STRAYS), that
+ *   its bindings get queues 1-2, 4 and 7-8 and then none.
  *
  * Every hostile client must get an answer that names what was wrong (or, for a message that
  * never completes, be dropped) while a good client, connected all along, keeps being served
@@ -199,18 +203,24 @@ static void status(struct devmem_helper_client *c, char *text, size_t len)
     }
 }
 
-static int bind_rx(struct devmem_helper_client *c, size_t bytes, struct devmem_helper_reply *r,
-                   struct devmem_err *e)
+static int bind_rx_queues(struct devmem_helper_client *c, size_t bytes, unsigned int nqueues,
+                          struct devmem_helper_reply *r, struct devmem_err *e)
 {
     int buf = memfd(bytes), lsd = tcp_socket(SOCK_STREAM, 1);
     int rc;
 
     devmem_err_clear(e);
-    rc = devmem_helper_bind_rx(c, "lo", 1, buf, lsd, r, e);
+    rc = devmem_helper_bind_rx(c, "lo", nqueues, buf, lsd, r, e);
 
     close(buf);
     close(lsd);
     return rc;
+}
+
+static int bind_rx(struct devmem_helper_client *c, size_t bytes, struct devmem_helper_reply *r,
+                   struct devmem_err *e)
+{
+    return bind_rx_queues(c, bytes, 1, r, e);
 }
 
 /* Run fn in a child under uid/gid; its exit status is the number of failures. */
@@ -297,6 +307,27 @@ int main(int argc, char **argv)
         devmem_err_clear(&e);
         CHECK(-EXDEV == devmem_helper_bind_rx(good, "lo", 1, buf, lsd, &r, &e),
               "a listening socket of another network namespace is refused: %s", e.msg);
+        devmem_helper_close(good);
+        return check_finish();
+    }
+    if (argc > 2 && 0 == strcmp(argv[2], "strays")) {
+        static const struct {
+            unsigned int n, first; /* first 0: refused, no queue left */
+        } want[] = {{2, 1}, {1, 4}, {2, 7}, {1, 0}};
+
+        good = client();
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+            int rc = bind_rx_queues(good, 1 << 20, want[i].n, &r, &e);
+
+            if (0 == want[i].first) {
+                CHECK(-EBUSY == rc, "%u queue(s) more: refused, the strays' queues stay free "
+                      "(%s)", want[i].n, 0 == rc ? "granted" : e.msg);
+            } else {
+                CHECK(0 == rc && want[i].first == r.first_queue && want[i].n == r.nqueues,
+                      "%u queue(s): %u-%u, around the strays' 3 and 5-6 (%s)", want[i].n,
+                      r.first_queue, r.first_queue + r.nqueues - 1, 0 == rc ? "granted" : e.msg);
+            }
+        }
         devmem_helper_close(good);
         return check_finish();
     }

@@ -293,6 +293,12 @@ static int real_ctx_del(struct hd_iface *itf, uint32_t ctx)
     return rc;
 }
 
+static int real_ctx_queues(struct hd_iface *itf, uint32_t ctx, uint64_t *mask,
+                           struct devmem_err *err)
+{
+    return devmem_nic_rss_ctx_queues(itf->name, ctx, itf->pol->qlo, mask, err);
+}
+
 static int real_rules(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap,
                       size_t *n, struct devmem_err *err)
 {
@@ -345,6 +351,7 @@ const struct hd_backend_ops hd_backend_real = {
     .unbind = real_unbind,
     .ctx_add = real_ctx_add,
     .ctx_del = real_ctx_del,
+    .ctx_queues = real_ctx_queues,
     .rule_add = real_rule_add,
     .rules = real_rules,
     .rule_del = real_rule_del,
@@ -355,6 +362,82 @@ const struct hd_backend_ops hd_backend_real = {
 
 /* Binding ids are shared by RX and TX and never reused, as in the kernel (xa_alloc_cyclic). */
 static uint32_t emul_next_id = 1, emul_next_rule = 1;
+
+/*
+ * The emulated NICs' steering rules and RSS contexts: those the helper makes, and strays that
+ * a killed helper or an administrator would have left, given in DEVMEM_HELPERD_EMUL_STRAYS
+ * (for tests): space-separated IFNAME:QUEUE (a rule into a queue) or IFNAME:ctx:FIRST-LAST
+ * (a rule into a context over those queues), read at the first use.
+ */
+#define EMUL_MAX 64
+static struct emul_rule {
+    char ifname[DEVMEM_HELPER_IFNAME];
+    uint32_t location, queue, ctx;
+} emul_rule_tab[EMUL_MAX];
+static struct emul_ctx {
+    char ifname[DEVMEM_HELPER_IFNAME];
+    uint32_t id;
+    unsigned int first, n;
+} emul_ctx_tab[EMUL_MAX];
+static size_t emul_nrules, emul_nctx;
+/* Context ids, like the kernel's, from 1 and per device; here one counter serves all. */
+static uint32_t emul_next_ctx = 1;
+
+static int emul_ctx_new(const char *ifname, unsigned int first, unsigned int n, uint32_t *ctx)
+{
+    if (emul_nctx == EMUL_MAX) {
+        return -ENOSPC;
+    }
+    snprintf(emul_ctx_tab[emul_nctx].ifname, sizeof(emul_ctx_tab[0].ifname), "%s", ifname);
+    emul_ctx_tab[emul_nctx].first = first;
+    emul_ctx_tab[emul_nctx].n = n;
+    *ctx = emul_ctx_tab[emul_nctx++].id = emul_next_ctx++;
+    return 0;
+}
+
+static int emul_rule_new(const char *ifname, uint32_t queue, uint32_t ctx, uint32_t *location)
+{
+    if (emul_nrules == EMUL_MAX) {
+        return -ENOSPC;
+    }
+    snprintf(emul_rule_tab[emul_nrules].ifname, sizeof(emul_rule_tab[0].ifname), "%s", ifname);
+    emul_rule_tab[emul_nrules].queue = queue;
+    emul_rule_tab[emul_nrules].ctx = ctx;
+    *location = emul_rule_tab[emul_nrules++].location = emul_next_rule++;
+    return 0;
+}
+
+static void emul_strays(void)
+{
+    static bool read;
+    const char *env = getenv("DEVMEM_HELPERD_EMUL_STRAYS");
+    char *copy, *tok, *save = NULL;
+
+    if (read || NULL == env || NULL == (copy = strdup(env))) {
+        read = true;
+        return;
+    }
+    read = true;
+    for (tok = strtok_r(copy, " ", &save); NULL != tok; tok = strtok_r(NULL, " ", &save)) {
+        char ifname[DEVMEM_HELPER_IFNAME];
+        unsigned int a, b;
+        uint32_t ctx, loc;
+
+        if (3 == sscanf(tok, "%15[^:]:ctx:%u-%u", ifname, &a, &b) && b >= a
+            && 0 == emul_ctx_new(ifname, a, b - a + 1, &ctx)
+            && 0 == emul_rule_new(ifname, 0, ctx, &loc)) {
+            hd_log(LOG_INFO, "emulated %s: a stray rule %u into RSS context %u (queues %u-%u)",
+                   ifname, loc, ctx, a, b);
+        } else if (2 == sscanf(tok, "%15[^:]:%u", ifname, &a) && NULL == strstr(tok, ":ctx:")
+                   && 0 == emul_rule_new(ifname, a, 0, &loc)) {
+            hd_log(LOG_INFO, "emulated %s: a stray rule %u into queue %u", ifname, loc, a);
+        } else {
+            hd_log(LOG_ERR, "DEVMEM_HELPERD_EMUL_STRAYS: '%s' is neither IFNAME:QUEUE nor "
+                   "IFNAME:ctx:FIRST-LAST; ignored", tok);
+        }
+    }
+    free(copy);
+}
 
 static int emul_rx_queues(struct hd_iface *itf, unsigned int *n, struct devmem_err *err)
 {
@@ -420,41 +503,87 @@ static void emul_unbind(struct hd_iface *itf, void *kstate)
 static int emul_rule_add(struct hd_iface *itf, const struct devmem_nic_flow *flow,
                          uint32_t *rule, struct devmem_err *err)
 {
-    (void) flow, (void) err;
+    emul_strays();
     itf->ntuple_set = true;
-    *rule = emul_next_rule++;
+    if (0 != emul_rule_new(itf->name, flow->queue, flow->rss_context, rule)) {
+        return devmem_err_set(err, ENOSPC, "the emulated %s holds %d rules, its most",
+                              itf->name, EMUL_MAX);
+    }
     return 0;
 }
-
-/* Context ids, like the kernel's, from 1 and per device; here one counter serves all. */
-static uint32_t emul_next_ctx = 1;
 
 static int emul_ctx_add(struct hd_iface *itf, unsigned int first, unsigned int n,
                         uint32_t *ctx, struct devmem_err *err)
 {
-    (void) itf, (void) first, (void) n, (void) err;
-    *ctx = emul_next_ctx++;
+    emul_strays();
+    if (0 != emul_ctx_new(itf->name, first, n, ctx)) {
+        return devmem_err_set(err, ENOSPC, "the emulated %s holds %d RSS contexts, its most",
+                              itf->name, EMUL_MAX);
+    }
     return 0;
 }
 
 static int emul_ctx_del(struct hd_iface *itf, uint32_t ctx)
 {
-    (void) itf, (void) ctx;
-    return 0;
+    for (size_t i = 0; i < emul_nctx; i++) {
+        if (emul_ctx_tab[i].id == ctx && 0 == strcmp(emul_ctx_tab[i].ifname, itf->name)) {
+            emul_ctx_tab[i] = emul_ctx_tab[--emul_nctx];
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+static int emul_ctx_queues(struct hd_iface *itf, uint32_t ctx, uint64_t *mask,
+                           struct devmem_err *err)
+{
+    *mask = 0;
+    for (size_t i = 0; i < emul_nctx; i++) {
+        const struct emul_ctx *x = &emul_ctx_tab[i];
+
+        if (x->id != ctx || 0 != strcmp(x->ifname, itf->name)) {
+            continue;
+        }
+        for (unsigned int q = x->first; q < x->first + x->n; q++) {
+            if (q >= itf->pol->qlo && q - itf->pol->qlo < 64) {
+                *mask |= 1ull << (q - itf->pol->qlo);
+            }
+        }
+        return 0;
+    }
+    return devmem_err_set(err, ENOENT, "the emulated %s has no RSS context %u", itf->name, ctx);
 }
 
 static int emul_rules(struct hd_iface *itf, struct devmem_nic_rule *rules, size_t cap,
                       size_t *n, struct devmem_err *err)
 {
-    (void) itf, (void) rules, (void) cap, (void) err;
+    (void) err;
+    emul_strays();
     *n = 0;
+    for (size_t i = 0; i < emul_nrules; i++) {
+        if (0 != strcmp(emul_rule_tab[i].ifname, itf->name)) {
+            continue;
+        }
+        if (*n < cap) {
+            rules[*n].location = emul_rule_tab[i].location;
+            rules[*n].queue = emul_rule_tab[i].queue;
+            rules[*n].rss_ctx = emul_rule_tab[i].ctx;
+            rules[*n].drop = 0;
+        }
+        (*n)++;
+    }
     return 0;
 }
 
 static int emul_rule_del(struct hd_iface *itf, uint32_t rule)
 {
-    (void) itf, (void) rule;
-    return 0;
+    for (size_t i = 0; i < emul_nrules; i++) {
+        if (emul_rule_tab[i].location == rule && 0 == strcmp(emul_rule_tab[i].ifname, itf->name)) {
+            emul_rule_tab[i] = emul_rule_tab[--emul_nrules];
+            return 0;
+        }
+    }
+    return -ENOENT;
 }
 
 static void emul_restore(struct hd_iface *itf)
@@ -473,6 +602,7 @@ const struct hd_backend_ops hd_backend_emulated = {
     .unbind = emul_unbind,
     .ctx_add = emul_ctx_add,
     .ctx_del = emul_ctx_del,
+    .ctx_queues = emul_ctx_queues,
     .rule_add = emul_rule_add,
     .rules = emul_rules,
     .rule_del = emul_rule_del,

@@ -162,6 +162,10 @@ struct hd_backend_ops {
     int (*ctx_add)(struct hd_iface *itf, unsigned int first, unsigned int n, uint32_t *ctx,
                    struct devmem_err *err);
     int (*ctx_del)(struct hd_iface *itf, uint32_t ctx);
+    /* The queues of itf's policy range that context ctx spreads over, whoever made it (bit i:
+     * queue qlo + i). */
+    int (*ctx_queues)(struct hd_iface *itf, uint32_t ctx, uint64_t *mask,
+                      struct devmem_err *err);
     /* ntuple on, then one rule; rule_del removes it. */
     int (*rule_add)(struct hd_iface *itf, const struct devmem_nic_flow *flow, uint32_t *rule,
                     struct devmem_err *err);

@@ -192,6 +192,36 @@ static int check_limits(struct helperd *hd, struct hd_client *c, const char *ifn
  * an administrator's. Flows those rules steer would land in whoever binds the queue next.
  */
 #define HD_RULES_SCAN 512
+
+/* "5-6,9": the queues of mask (bit i: queue qlo + i), for the log */
+struct queue_text {
+    char s[96];
+};
+static struct queue_text queue_list(const struct hd_iface *itf, uint64_t mask)
+{
+    struct queue_text t = {""};
+    size_t len = 0;
+
+    for (unsigned int i = 0; i < 64 && len < sizeof(t.s) - 12; i++) {
+        unsigned int j = i;
+
+        if (!(mask >> i & 1)) {
+            continue;
+        }
+        while (j + 1 < 64 && (mask >> (j + 1) & 1)) {
+            j++;
+        }
+        if (j > i) {
+            len += (size_t) snprintf(t.s + len, sizeof(t.s) - len, "%s%u-%u", len ? "," : "",
+                                     itf->pol->qlo + i, itf->pol->qlo + j);
+        } else {
+            len += (size_t) snprintf(t.s + len, sizeof(t.s) - len, "%s%u", len ? "," : "",
+                                     itf->pol->qlo + i);
+        }
+        i = j;
+    }
+    return t;
+}
 static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *mask,
                           struct devmem_err *err)
 {
@@ -211,8 +241,9 @@ static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *ma
     }
     for (size_t i = 0; i < n; i++) {
         bool ours = false;
+        uint64_t theirs = 0;
 
-        if (rules[i].drop || rules[i].queue < itf->pol->qlo || rules[i].queue > itf->pol->qhi) {
+        if (rules[i].drop) {
             continue;
         }
         for (const struct hd_client *c = hd->clients; NULL != c && !ours; c = c->next) {
@@ -220,8 +251,31 @@ static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *ma
                 ours = b->itf == itf && b->has_rule && b->rule_id == rules[i].location;
             }
         }
-        if (!ours) {
-            *mask |= 1ull << (rules[i].queue - itf->pol->qlo);
+        if (ours) {
+            continue;
+        }
+        if (0 != rules[i].rss_ctx) {
+            struct devmem_err e;
+
+            /* a rule into an RSS context lands on every queue of the context's table */
+            if (0 != hd->be->ctx_queues(itf, rules[i].rss_ctx, &theirs, &e)) {
+                hd_log(LOG_WARNING, "%s: rule %u steers into RSS context %u, whose queues "
+                       "could not be read (%s): taken as none of the range", itf->name,
+                       rules[i].location, rules[i].rss_ctx, e.msg);
+            }
+        } else if (rules[i].queue >= itf->pol->qlo && rules[i].queue <= itf->pol->qhi) {
+            theirs = 1ull << (rules[i].queue - itf->pol->qlo);
+        }
+        if (0 == theirs) {
+            continue;
+        }
+        *mask |= theirs;
+        if (0 != rules[i].rss_ctx) {
+            hd_log(LOG_WARNING, "%s: rule %u steers into RSS context %u (queues %s), and no "
+                   "binding of this helper made it: those queues stay unused until the rule "
+                   "is deleted (ethtool -N %s delete %u)", itf->name, rules[i].location,
+                   rules[i].rss_ctx, queue_list(itf, theirs).s, itf->name, rules[i].location);
+        } else {
             hd_log(LOG_WARNING, "%s: rule %u steers to queue %u, and no binding of this helper "
                    "made it: that queue stays unused until the rule is deleted (ethtool -N %s "
                    "delete %u)", itf->name, rules[i].location, rules[i].queue, itf->name,

@@ -347,6 +347,44 @@ int devmem_nic_rss_ctx_delete(const char *ifname, uint32_t ctx, struct devmem_er
     return ethtool_ioctl(ifname, &t, "delete RSS context", err);
 }
 
+int devmem_nic_rss_ctx_queues(const char *ifname, uint32_t ctx, unsigned int first,
+                              uint64_t *mask, struct devmem_err *err)
+{
+    struct ethtool_rxfh head, *t = NULL;
+    int rc;
+
+    *mask = 0;
+    memset(&head, 0, sizeof(head));
+    head.cmd = ETHTOOL_GRSSH;
+    head.rss_context = ctx; /* sizes 0: the kernel says how large the table and key are */
+    rc = ethtool_ioctl(ifname, &head, "get an RSS context's table size", err);
+    if (rc < 0) {
+        return rc;
+    }
+    if (head.indir_size > 65536 || head.key_size > 4096) {
+        return devmem_err_set(err, EBADMSG, "ethtool: RSS context %u on %s: the driver reports "
+                              "a table of %u entries and a key of %u bytes", ctx, ifname,
+                              head.indir_size, head.key_size);
+    }
+    t = calloc(1, sizeof(*t) + head.indir_size * sizeof(t->rss_config[0]) + head.key_size);
+    if (NULL == t) {
+        return devmem_err_set(err, ENOMEM, "ethtool: RSS context %u on %s: out of memory", ctx,
+                              ifname);
+    }
+    t->cmd = ETHTOOL_GRSSH;
+    t->rss_context = ctx;
+    t->indir_size = head.indir_size;
+    t->key_size = head.key_size;
+    rc = ethtool_ioctl(ifname, t, "read an RSS context's table", err);
+    for (uint32_t i = 0; 0 == rc && i < t->indir_size && i < head.indir_size; i++) {
+        if (t->rss_config[i] >= first && t->rss_config[i] - first < 64) {
+            *mask |= 1ull << (t->rss_config[i] - first);
+        }
+    }
+    free(t);
+    return rc;
+}
+
 /* ---- ntuple and flow rules ---------------------------------------------------------------- */
 
 int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err)
@@ -546,6 +584,8 @@ int devmem_nic_flow_list(const char *ifname, struct devmem_nic_rule *rules, size
             rules[*n].location = one.fs.location;
             rules[*n].drop = RX_CLS_FLOW_DISC == one.fs.ring_cookie;
             rules[*n].queue = (uint32_t) ethtool_get_flow_spec_ring(one.fs.ring_cookie);
+            /* the driver names the context in the rxnfc of a FLOW_RSS rule */
+            rules[*n].rss_ctx = (one.fs.flow_type & FLOW_RSS) ? one.rss_context : 0;
         }
         (*n)++;
     }

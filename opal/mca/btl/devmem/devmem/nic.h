@@ -89,6 +89,10 @@ int devmem_nic_reset_rss(const char *ifname, struct devmem_err *err);
 int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned int n,
                               uint32_t *ctx, struct devmem_err *err);
 int devmem_nic_rss_ctx_delete(const char *ifname, uint32_t ctx, struct devmem_err *err);
+/* ETHTOOL_GRSSH of context ctx: the queues its indirection table spreads over, as a mask of
+ * queues first .. first + 63 (the others are left out). */
+int devmem_nic_rss_ctx_queues(const char *ifname, uint32_t ctx, unsigned int first,
+                              uint64_t *mask, struct devmem_err *err);
 
 /* ntuple filters ("ethtool -K IF ntuple on"), through ETHTOOL_GFLAGS / SFLAGS. */
 int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err);
@@ -116,7 +120,8 @@ int devmem_nic_flow_rules(const char *ifname, uint32_t *n_rules, uint32_t *table
 /* One installed rule: where it sits and the RX queue it sends to (drop: it discards). */
 struct devmem_nic_rule {
     uint32_t location;
-    uint32_t queue;
+    uint32_t queue;   /* with rss_ctx: an offset added to the context's choice */
+    uint32_t rss_ctx; /* the rule steers into this RSS context (FLOW_RSS); 0: into queue */
     int drop;
 };
 
