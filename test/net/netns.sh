@@ -154,6 +154,21 @@ netns_link_bytes() { # [LINK]: the first veth by default
     ip netns exec "$NETNS_A" sh -c "echo \$(( \$(cat $d/tx_bytes) + \$(cat $d/rx_bytes) ))"
 }
 
+# netns_expect_job_failed LABEL RC ELAPSED WHAT: a job that lost a peer (WHAT, e.g. "the data
+# link went down") exited non-zero on its own within 30 s of it, not at its time limit.
+netns_expect_job_failed() {
+    local label=$1 rc=$2 elapsed=$3 what=$4
+    if [ "$rc" -eq 0 ]; then
+        devmem_step_fail "$label: mpirun exited 0 although $what"
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        devmem_step_fail "$label: mpirun still running ${elapsed}s after $what (killed at the limit)"
+    elif awk -v e="$elapsed" 'BEGIN { exit !(e < 30) }'; then
+        devmem_step_ok "$label: mpirun exited $rc ${elapsed}s after $what"
+    else
+        devmem_step_fail "$label: mpirun took ${elapsed}s to exit after $what (want < 30 s)"
+    fi
+}
+
 netns_mpirun() {
     local limit=$1 na=$2 nb=$3
     shift 3

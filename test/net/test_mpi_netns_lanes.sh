@@ -119,15 +119,7 @@ else
         elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
         grep -av '^\[[^]]*\] \[ *[0-9]*\]' "$out" | grep -av "device flow [0-9]* \(to\|from\)" |
             head -n 30
-        if [ "$rc" -eq 0 ]; then
-            devmem_step_fail "lane kill: mpirun exited 0 although a lane was reset"
-        elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-            devmem_step_fail "lane kill: mpirun still running ${elapsed}s after the reset"
-        elif awk -v e="$elapsed" 'BEGIN { exit !(e < 30) }'; then
-            devmem_step_ok "lane kill: mpirun exited $rc ${elapsed}s after lane 1 (port $port) was reset"
-        else
-            devmem_step_fail "lane kill: mpirun took ${elapsed}s to exit (want < 30 s)"
-        fi
+        netns_expect_job_failed "lane kill" "$rc" "$elapsed" "lane 1 (port $port) was reset"
         devmem_expect_line "$out" "lost the connection to \[\[[0-9]+,[0-9]+\],[01]\] on host dmnode-$$-[ab] .*device flow [0-9]" \
             "lane kill: a rank names the peer and the device flow"
     else
