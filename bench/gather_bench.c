@@ -12,8 +12,18 @@
  * and reports GB/s (bytes moved / time, read or written counted once), median of the runs.
  * Every gather is checked against a CPU reference once per fragment size.
  *
- *   gather_bench [-t TOTAL_MIB] [-r RUNS] [-u]     -u: unaligned pieces (offsets and lengths
- *                                                    not multiples of 16)
+ * Then what a receiving rank waits for: receives of 4 KiB to 1 MiB made of packet payloads
+ * (4044 bytes, MTU 4096 less headers, each at the start of its own 4 KiB page of the pool,
+ * as header split leaves them), gathered through the component's copier one receive at a
+ * time (depth 1: submit, then wait, the cost model's gather wait per receive) and with up to
+ * 4 receives gathering at once (depth 4: btl_devmem_gather_depth's pipelined receiver, where
+ * the thread waits only for the oldest). Reported in microseconds per receive, median of
+ * the runs; every destination byte is checked after each depth.
+ *
+ *   gather_bench [-t TOTAL_MIB] [-r RUNS] [-u] [-H]  -u: unaligned pieces (offsets and lengths
+ *                                                    not multiples of 16); -H: the receives
+ *                                                    into plain host memory (a host buffer's
+ *                                                    get landing in a GPU pool)
  * Exits 77 without a GPU.
  */
 #include <errno.h>
@@ -96,7 +106,7 @@ static double median_gbps(double *t, int runs, size_t bytes)
  * destination, and the run's settings. */
 struct bench {
     size_t total;
-    int runs, unaligned;
+    int runs, unaligned, host_dst;
     uint64_t pool, dst;
     unsigned char *pool_host, *want, *got;
 };
@@ -108,13 +118,14 @@ static int parse_args(struct bench *b, int argc, char **argv)
     b->total = (size_t) 64 << 20;
     b->runs = 11;
     b->unaligned = 0;
-    while (-1 != (opt = getopt(argc, argv, "t:r:u"))) {
+    while (-1 != (opt = getopt(argc, argv, "t:r:uH"))) {
         switch (opt) {
         case 't': b->total = (size_t) strtoul(optarg, NULL, 10) << 20; break;
         case 'r': b->runs = atoi(optarg); break;
         case 'u': b->unaligned = 1; break;
+        case 'H': b->host_dst = 1; break;
         default:
-            fprintf(stderr, "usage: %s [-t TOTAL_MIB] [-r RUNS] [-u]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-t TOTAL_MIB] [-r RUNS] [-u] [-H]\n", argv[0]);
             return 2;
         }
     }
@@ -232,6 +243,121 @@ static int measure(struct bench *b, size_t size)
     return failed;
 }
 
+/* ---------------------------------------------------------------- per receive */
+
+#define PKT_PAYLOAD 4044 /* MTU 4096 less IPv4, TCP and timestamps */
+#define PKT_PAGE 4096
+#define RECEIVES 64
+
+/* Every receive's packets, from random pages of the pool into dst + i * rsize, contiguous,
+ * and the reference (b->want) they must produce; made before the clock starts. */
+static struct devmem_copy *make_receives(struct bench *b, size_t rsize, int host_dst,
+                                         size_t *per_recv)
+{
+    uint64_t base = host_dst ? (uint64_t) (uintptr_t) b->got : b->dst;
+    size_t np = (rsize + PKT_PAYLOAD - 1) / PKT_PAYLOAD, k = 0;
+    struct devmem_copy *ops = malloc((size_t) RECEIVES * np * sizeof(*ops));
+
+    if (NULL == ops) {
+        return NULL;
+    }
+    for (size_t i = 0; i < RECEIVES; i++) {
+        for (size_t at = 0; at < rsize; at += PKT_PAYLOAD, k++) {
+            size_t len = rsize - at < PKT_PAYLOAD ? rsize - at : PKT_PAYLOAD;
+            uint64_t off = (next() % (POOL / PKT_PAGE)) * PKT_PAGE;
+
+            ops[k].dst = (void *) (uintptr_t) (base + i * rsize + at);
+            ops[k].src = (const void *) (uintptr_t) (b->pool + off);
+            ops[k].len = len;
+            memcpy(b->want + i * rsize + at, b->pool_host + off, len);
+        }
+    }
+    *per_recv = np;
+    return ops;
+}
+
+/* RECEIVES receives of rsize bytes through the copier, at most depth of them gathering at
+ * once, into device memory or (host_dst) an application's plain host memory; the time per
+ * receive (s), or a negative value on an error or a wrong byte. */
+static double receive_run(struct bench *b, size_t rsize, size_t depth, int host_dst)
+{
+    struct devmem_copier c;
+    struct devmem_err err;
+    uint64_t tickets[RECEIVES];
+    size_t oldest = 0, bytes = (size_t) RECEIVES * rsize, np = 0;
+    struct devmem_copy *ops = make_receives(b, rsize, host_dst, &np);
+    int failed = NULL == ops;
+    double t0, t;
+
+    if (failed) {
+        fprintf(stderr, "gather_bench: out of memory\n");
+        return -1;
+    }
+    devmem_copier_init(&c);
+    if (host_dst) {
+        memset(b->got, 0, bytes);
+    } else {
+        failed = 0 != devmem_cuda_memset(0, b->dst, 0, bytes, &err);
+    }
+    t0 = now();
+    for (size_t i = 0; i < RECEIVES && !failed; i++) {
+        for (size_t k = i * np; k < (i + 1) * np && !failed; k++) {
+            failed = 0 != devmem_copier_add(&c, ops[k].dst, !host_dst, ops[k].src, 1,
+                                            ops[k].len, 0, &err);
+        }
+        failed = failed || 0 != devmem_copier_submit(&c, &tickets[i], &err);
+        /* the receiver's rule: it takes the next receive only while fewer than depth of
+         * its gathers are unfinished (depth 1: it waits for each one) */
+        while (!failed && i + 1 - oldest >= depth) {
+            failed = 0 != devmem_copier_wait(&c, tickets[oldest++], &err);
+        }
+    }
+    while (!failed && oldest < RECEIVES) {
+        failed = 0 != devmem_copier_wait(&c, tickets[oldest++], &err);
+    }
+    t = now() - t0;
+    devmem_copier_fini(&c);
+    free(ops);
+    if (!failed && !host_dst) {
+        failed = 0 != devmem_cuda_copy(0, b->got, (const void *) (uintptr_t) b->dst, bytes, &err);
+    }
+    if (failed) {
+        fprintf(stderr, "gather_bench: %s\n", err.msg);
+        return -1;
+    }
+    if (0 != memcmp(b->want, b->got, bytes)) {
+        fprintf(stderr, "gather_bench: receives of %zu bytes at depth %zu gathered WRONG\n",
+                rsize, depth);
+        return -1;
+    }
+    return t / RECEIVES;
+}
+
+/* One row: a receive size at depth 1 and 4, interleaved run by run. 0 or 1. */
+static int measure_receives(struct bench *b, size_t rsize)
+{
+    double *t1 = malloc(sizeof(double) * (size_t) b->runs);
+    double *t4 = malloc(sizeof(double) * (size_t) b->runs);
+    int failed = NULL == t1 || NULL == t4;
+
+    failed = failed || receive_run(b, rsize, 1, b->host_dst) < 0; /* warm-up */
+    for (int r = 0; r < b->runs && !failed; r++) {
+        failed = (t1[r] = receive_run(b, rsize, 1, b->host_dst)) < 0
+                 || (t4[r] = receive_run(b, rsize, 4, b->host_dst)) < 0;
+    }
+    if (!failed) {
+        qsort(t1, (size_t) b->runs, sizeof(*t1), cmp_double);
+        qsort(t4, (size_t) b->runs, sizeof(*t4), cmp_double);
+        printf("%-8zu %8zu %14.1f %14.1f %12.1f %12.1f\n", rsize >> 10,
+               (rsize + PKT_PAYLOAD - 1) / PKT_PAYLOAD, t1[b->runs / 2] * 1e6,
+               t4[b->runs / 2] * 1e6, (double) rsize / t1[b->runs / 2] / 1e9,
+               (double) rsize / t4[b->runs / 2] / 1e9);
+    }
+    free(t1);
+    free(t4);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {1024, 4096, 16384, 65536};
@@ -248,6 +374,23 @@ int main(int argc, char **argv)
                "memcpy_GB/s", "plain_GB/s", "kernel/plain");
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]) && 0 == rc; s++) {
             rc = measure(&b, sizes[s]);
+        }
+    }
+    if (0 == rc) {
+        static const size_t rsizes[] = {4 << 10, 64 << 10, 256 << 10, 1 << 20};
+
+        printf("# receives of %d-byte packet payloads (4 KiB pages of the pool) into %s memory, "
+               "%d receives a run, through the copier; median of %d runs\n", PKT_PAYLOAD,
+               b.host_dst ? "plain host" : "device", RECEIVES, b.runs);
+        printf("%-8s %8s %14s %14s %12s %12s\n", "recv_KiB", "packets", "depth1_us/recv",
+               "depth4_us/recv", "depth1_GB/s", "depth4_GB/s");
+        for (size_t s = 0; s < sizeof(rsizes) / sizeof(rsizes[0]) && 0 == rc; s++) {
+            if ((size_t) RECEIVES * rsizes[s] > b.total) {
+                printf("%-8zu (a run needs -t %zu or more)\n", rsizes[s] >> 10,
+                       (size_t) RECEIVES * rsizes[s] >> 20);
+                continue;
+            }
+            rc = measure_receives(&b, rsizes[s]);
         }
     }
     if (0 != b.pool) {
