@@ -7,8 +7,10 @@
 # sent with (emulated) devmem TX; the RX pool's fragments are gathered into the destination
 # on the GPU before their tokens go back.
 # Checked per rank: every byte of every message and echo (in gpubuf), the device path on,
-# tokens balanced, get bytes through dmabuf fragments, GPU gathers, devmem TX from the
-# device-memory side. Then D D over 1 and 4 device-flow lanes, with the pipelined gather
+# tokens balanced; on a device-memory side get bytes through dmabuf fragments, GPU gathers,
+# and devmem TX to a device-memory peer (staged through host memory to a host-memory one);
+# on a host-memory side gets on the control connection (a GPU pool would cost it a device
+# copy per packet). Then D D over 1 and 4 device-flow lanes, with the pipelined gather
 # at depth 1 (every receive waits for its gather) and 4 (several gathers on the stream at
 # once, each receive's tokens back when its event has passed). Skips without an NVIDIA GPU
 # and driver.
@@ -31,14 +33,27 @@ DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_PREFIX/share/btl_devmem/devmem-device-buffers.
 for pair in "D D" "D H" "H D"; do
     read -r a b <<<"$pair"
     devmem_mpi_test gpubuf 2 -- -a "$a" -b "$b" -m 64M || continue
-    devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+    # every rank: its device path up, tokens balanced (a host-memory side may have none)
+    devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 0
     kinds=("$a" "$b")
     for r in 0 1; do
-        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" get_dmabuf -gt 0
-        # the pool is GPU memory: every get is gathered by the GPU, whatever the destination
-        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_calls -gt 0
         if [ "${kinds[$r]}" = D ]; then
-            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt 0
+            # into device memory: through the GPU pool, gathered by the GPU
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" get_dmabuf -gt 0
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_calls -gt 0
+            # what it sends: devmem TX to a device-memory peer; to a host-memory peer,
+            # whose gets take the control connection, staged through host memory
+            if [ "${kinds[$((1 - r))]}" = D ]; then
+                devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt 0
+            else
+                devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" dev_staged -gt 0
+            fi
+        else
+            # into host memory: the control connection, never a copy per packet out of
+            # the GPU pool
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" get_dmabuf -eq 0
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" host_gets_control -gt 0
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" get_host -gt 0
         fi
     done
 done

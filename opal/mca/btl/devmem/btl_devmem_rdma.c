@@ -88,7 +88,9 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     } else {
         /* the control connection lands it in host memory: staged when it is for the GPU */
         opal_list_append(&ep->pending_gets, &get->base.super.super);
-        if (NULL != ep->module->dev) {
+        if (mca_btl_devmem_devflow_host_stays(ep, get)) {
+            mca_btl_devmem_component.stats.host_gets_control++;
+        } else if (NULL != ep->module->dev) {
             mca_btl_devmem_component.stats.fallbacks++;
         }
     }

@@ -42,6 +42,7 @@
     X(tokens_returned, COUNTER, "tokens the kernel confirmed freed (SO_DEVMEM_DONTNEED)")    \
     X(dontneed_calls, COUNTER, "SO_DEVMEM_DONTNEED calls")                                   \
     X(fallbacks, COUNTER, "gets that took the control connection while the device path was on") \
+    X(host_gets_control, COUNTER, "gets into host memory kept on the control connection: the RX pool is device memory") \
     X(devflows, COUNTER, "device-flow connections adopted (receiving side)")                 \
     X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \
     X(devflow_lanes, HIGHWATER, "most device-flow lanes open from one peer (receiving side)") \
