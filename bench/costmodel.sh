@@ -8,8 +8,8 @@
 # asserts anything; prints its inputs with the table.
 #
 #   bench/costmodel.sh [--costs FILE] [--calls calls.csv] [--rates 200,400] [--flows 1,2,4,8]
-#                      [--mtu 4096] [--softirq-pkt-ns 700] [--gather-flush-us 10]
-#                      [--tx-send-kib 64] [--pool gpu|host]
+#                      [--mtu 4096] [--softirq-pkt-ns 700] [--gather-flush-us 21]
+#                      [--gather-cpu-us 11] [--tx-send-kib 64] [--pool gpu|host]
 #
 #   --costs     call_costs' line (default: run $DEVMEM_BUILD/bench/call_costs -r 5 now)
 #   --calls     calls.csv of bench/run.sh with an -dfN setting: receive and DONTNEED calls
@@ -19,14 +19,17 @@
 #   --softirq-pkt-ns  CPU of one queue's softirq per received packet (NAPI, GRO, TCP, header
 #               split): not measurable without a devmem NIC; 700 ns is about 1.4 Mpps a core
 #   --gather-flush-us  GPU pool: the rank's wait per receive for its gather (launch and
-#               synchronise); not measured here (no GPU): 10 us
+#               synchronise), gather depth 1: 21 us, bench/gather_bench's 256 KiB receives
+#               on an H200 (2026-11-26)
+#   --gather-cpu-us  GPU pool: what a receive's gather still costs the thread when gathers
+#               are pipelined (launch, piece array, fence), gather depth 4: 11 us, the same
 #   --tx-send-kib  bytes one devmem sendmsg takes (what the socket buffer admits)
 #   --pool      gpu (the gather runs on the GPU, the CPU waits) or host (the CPU copies)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 build=${DEVMEM_BUILD:-$src/build}
-costs= calls= rates=200,400 flows=1,2,4,8 mtu=4096 pkt_ns=700 flush_us=10 tx_kib=64 pool=gpu
+costs= calls= rates=200,400 flows=1,2,4,8 mtu=4096 pkt_ns=700 flush_us=21 cpu_us=11 tx_kib=64 pool=gpu
 while [ $# -gt 0 ]; do
     case "$1" in
         --costs) costs=$2; shift ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
         --mtu) mtu=$2; shift ;;
         --softirq-pkt-ns) pkt_ns=$2; shift ;;
         --gather-flush-us) flush_us=$2; shift ;;
+        --gather-cpu-us) cpu_us=$2; shift ;;
         --tx-send-kib) tx_kib=$2; shift ;;
         --pool) pool=$2; shift ;;
         -h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/SPDX-License-Identifier/d' -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
@@ -69,7 +73,7 @@ if [ -n "$calls" ]; then
 fi
 
 echo "$line" | awk -v rates="$rates" -v flows="$flows" -v mtu="$mtu" -v pkt_ns="$pkt_ns" \
-    -v flush_us="$flush_us" -v tx_kib="$tx_kib" -v pool="$pool" -v rpm="$recv_per_mib" \
+    -v flush_us="$flush_us" -v cpu_us="$cpu_us" -v tx_kib="$tx_kib" -v pool="$pool" -v rpm="$recv_per_mib" \
     -v dpm="$dn_per_mib" -v from="$calls_from" '
 {
     for (i = 2; i <= NF; i++) { split($i, kv, "="); c[kv[1]] = kv[2] + 0 }
@@ -86,8 +90,9 @@ echo "$line" | awk -v rates="$rates" -v flows="$flows" -v mtu="$mtu" -v pkt_ns="
     gather_ns = pool == "gpu" ? rpm * flush_us * 1000 : MiB * c["gather_byte_ns"]
     app_ns = rx_ns + gather_ns
     app_gbps = MiB * 8 / app_ns
-    # a pipelined receiver: the GPU gathers one receive while the thread takes the next
-    ovl_gbps = MiB * 8 / (pool == "gpu" ? rx_ns : app_ns)
+    # a pipelined receiver: the GPU gathers one receive while the thread takes the next;
+    # launching it still costs the thread its share
+    ovl_gbps = MiB * 8 / (pool == "gpu" ? rx_ns + rpm * cpu_us * 1000 : app_ns)
     # the sending rank: devmem sendmsg calls and one zerocopy notification read per send.
     # Measured on loopback, where a send also runs the receiver'"'"'s TCP processing and copies:
     # an upper bound, reported but not taken as a limit
@@ -100,7 +105,8 @@ echo "$line" | awk -v rates="$rates" -v flows="$flows" -v mtu="$mtu" -v pkt_ns="
            "packet, %.0f tokens/MiB\n", rpm, dpm, from, mtu, payload, tokens
     printf "  assumed: softirq %d ns a packet (one queue: %.1f Gbit/s); %s pool%s; %d KiB a " \
            "devmem send\n", pkt_ns, q_gbps, pool,
-           pool == "gpu" ? sprintf(", %g us gather wait a receive", flush_us) : "", tx_kib
+           pool == "gpu" ? sprintf(", gather %g us a receive (%g us pipelined)", flush_us,
+                                   cpu_us) : "", tx_kib
     printf "per MiB received: receive calls %.0f us, tokens in cmsgs %.0f us, DONTNEED %.0f " \
            "us, gather %.0f us: one progress thread takes %.1f Gbit/s\n",
            rpm * c["recv_call_ns"] / 1000, tokens * frag_ns / 1000,
