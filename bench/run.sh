@@ -94,6 +94,9 @@ echo "bench: results in $out"
     echo "# Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -n1),"\
         "btl_devmem $(git -C "$DEVMEM_SRC" describe --always --dirty 2>/dev/null)"
     echo "# reps=$reps scale=$scale limit=${limit}s sizes=$sizes transports=${mpi_transports[*]}"
+    # it decides how a large write leaves (btl_devmem_write_chunk): BBR paces it
+    echo "# TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null)"\
+        "(the namespaces inherit it), default qdisc $(cat /proc/sys/net/core/default_qdisc 2>/dev/null)"
 } >"$out/machine.txt"
 
 # record SETTING YIELD TRANSPORT KIND REP FILE: result lines of FILE into the CSV

@@ -261,3 +261,23 @@ void mca_btl_devmem_held_drop_all(opal_list_t *list)
         mca_btl_devmem_held_drop((mca_btl_devmem_held_t *) item, NULL);
     }
 }
+
+bool mca_btl_devmem_sock_default_cc(int family, char *buf, size_t len)
+{
+    socklen_t l = (socklen_t) len;
+    int sd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok;
+
+    if (sd < 0 || 0 == len) {
+        if (sd >= 0) {
+            close(sd);
+        }
+        return false;
+    }
+    ok = 0 == getsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, buf, &l) && l > 0;
+    close(sd);
+    if (ok) {
+        buf[(size_t) l < len ? (size_t) l : len - 1] = '\0';
+    }
+    return ok;
+}
