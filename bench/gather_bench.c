@@ -197,7 +197,7 @@ static int check_gather(struct bench *b, struct devmem_copy *ops, size_t np, siz
  * printed row of medians. 0 or 1. */
 static int measure(struct bench *b, size_t size)
 {
-    size_t max = b->total / (size / 2) + 1, np, bytes = 0;
+    size_t max = b->total / (size / 2) + 1, np = 0, bytes = 0;
     struct devmem_copy *ops = malloc(max * sizeof(*ops)), whole;
     double *tk = malloc(sizeof(double) * (size_t) b->runs);
     double *tm = malloc(sizeof(double) * (size_t) b->runs);
