@@ -413,11 +413,13 @@ static void emul_strays(void)
     const char *env = getenv("DEVMEM_HELPERD_EMUL_STRAYS");
     char *copy, *tok, *save = NULL;
 
-    if (read || NULL == env || NULL == (copy = strdup(env))) {
-        read = true;
+    if (read) {
         return;
     }
     read = true;
+    if (NULL == env || NULL == (copy = strdup(env))) {
+        return;
+    }
     for (tok = strtok_r(copy, " ", &save); NULL != tok; tok = strtok_r(NULL, " ", &save)) {
         char ifname[DEVMEM_HELPER_IFNAME];
         unsigned int a, b;

@@ -66,7 +66,7 @@ void mca_btl_devmem_devflow_stripe_release(struct mca_btl_devmem_stripe *stripe)
 
 /* Whether get (kind GET, hdr.size set) belongs on the control connection whatever the
  * lanes: a destination in host memory while ep's RX pool is device memory, which would cost
- * a device-to-host copy per packet. */
+ * a device-to-host copy per packet. Asked before devflow_get, which does not ask again. */
 bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
                                        const mca_btl_devmem_frag_t *get);
 

@@ -118,8 +118,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     unsigned int open = 0, n;
     size_t off = 0;
 
-    if (NULL == set || 0 == get->hdr.size || get->hdr.size < (uint32_t) (min > 0 ? min : 0)
-        || mca_btl_devmem_devflow_host_stays(ep, get)) {
+    if (NULL == set || 0 == get->hdr.size || get->hdr.size < (uint32_t) (min > 0 ? min : 0)) {
         return false;
     }
     for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {

@@ -79,16 +79,17 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
 {
     struct get_ask *ask = arg;
     mca_btl_devmem_frag_t *get = ask->get;
+    bool host_stays = mca_btl_devmem_devflow_host_stays(ep, get);
 
     get->hdr.id = req->hdr.id = ep->next_get_id++;
-    if (mca_btl_devmem_devflow_get(ep, get, req, &ask->stripe)) {
+    if (!host_stays && mca_btl_devmem_devflow_get(ep, get, req, &ask->stripe)) {
         /* req now asks for it on the device flows */
     } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     } else {
         /* the control connection lands it in host memory: staged when it is for the GPU */
         opal_list_append(&ep->pending_gets, &get->base.super.super);
-        if (mca_btl_devmem_devflow_host_stays(ep, get)) {
+        if (host_stays) {
             mca_btl_devmem_component.stats.host_gets_control++;
         } else if (NULL != ep->module->dev) {
             mca_btl_devmem_component.stats.fallbacks++;

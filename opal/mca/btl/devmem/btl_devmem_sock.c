@@ -265,13 +265,10 @@ void mca_btl_devmem_held_drop_all(opal_list_t *list)
 bool mca_btl_devmem_sock_default_cc(int family, char *buf, size_t len)
 {
     socklen_t l = (socklen_t) len;
-    int sd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int sd = 0 == len ? -1 : socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     bool ok;
 
-    if (sd < 0 || 0 == len) {
-        if (sd >= 0) {
-            close(sd);
-        }
+    if (sd < 0) {
         return false;
     }
     ok = 0 == getsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, buf, &l) && l > 0;
