@@ -59,10 +59,13 @@ devmem_sanitize_build() {
     DEVMEM_SAN_PREFIX=$DEVMEM_SAN_BUILD/install
     DEVMEM_SAN_RUNTIME=$(clang -print-file-name=libclang_rt.asan-x86_64.so)
     [ -f "$DEVMEM_SAN_RUNTIME" ] || devmem_skip "clang has no shared ASan runtime ($DEVMEM_SAN_RUNTIME)"
+    # The check's second leg (DEVMEM_OMPI_FREE_DONE) builds only the component, the one part
+    # that links its other Open MPI: the first leg built and ran the rest sanitized.
     # -fno-sanitize=function: clang 17 and later check C calls through function pointers
     # too, and Open MPI's object system calls every class's constructor as
     # void (*)(opal_object_t *) (OBJ_CLASS), our classes' included
-    _devmem_san_tree "$DEVMEM_SAN_BUILD" sanitize \
+    _devmem_san_component_only=${DEVMEM_OMPI_FREE_DONE:+1} \
+        _devmem_san_tree "$DEVMEM_SAN_BUILD" sanitize \
         "-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize=function -fno-sanitize-recover=undefined" \
         --enable-fuzz
 }

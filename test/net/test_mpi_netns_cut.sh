@@ -68,9 +68,9 @@ devmem_run_checked "a receiver busy for 8 s, peer timeout 3 s, keepalive 2 s" sl
     "$DEVMEM_MPI_LIMIT" netns_mpirun "$DEVMEM_MPI_LIMIT" 1 1 --mca btl_devmem_peer_timeout 3 \
     --mca btl_devmem_keepalive 2 "$DEVMEM_MPI_BIN/slowreader" -s 8
 
+# the job that ends first comes first: cut_now times each job when its wait returns
+cut_start "host path, peer timeout alone" --mca btl_devmem_keepalive 0 --mca btl_devmem_peer_timeout 5
 cut_start "host path, defaults"
 cut_start "emulated device path, defaults" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
-cut_now
-cut_start "host path, peer timeout alone" --mca btl_devmem_keepalive 0 --mca btl_devmem_peer_timeout 5
 cut_now
 devmem_finish
