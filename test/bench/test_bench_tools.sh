@@ -17,7 +17,7 @@ TCPB=$DEVMEM_BUILD/bench/tcp_bench
 for p in "$MPIB" "$TCPB"; do
     [ -x "$p" ] || { echo "$DEVMEM_TEST_NAME: $p not built" >&2; exit 1; }
 done
-sizes=0,1,4k,200k,3m
+sizes=0,1,4k,200k,1100k
 nsizes=5
 
 # the check can fail: a spoiled byte must abort the job
