@@ -3,7 +3,8 @@
 # A bounded libFuzzer run of each parser target (test/fuzz/fuzz_*.c, built by the sanitizer
 # build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 12), as many at a time as
 # there are CPUs. A crash, a sanitizer report or a broken promise fails the step and keeps the
-# input that did it; the executions are reported. The longer run is documented in the README (Robustness).
+# input that did it; the executions are reported. The longer run is documented in the README
+# (Robustness).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -27,12 +28,12 @@ fuzz_one() {
     echo $? >"$DEVMEM_TEST_TMP/$1.rc"
 }
 # a libFuzzer run keeps one CPU busy: as many at a time as there are CPUs
-running=0
+running=0 cpus=$(nproc)
 for name in "${targets[@]}"; do
-    [ -x "$DEVMEM_SAN_BUILD/test/fuzz/$name" ] || continue
+    [ -x "$DEVMEM_SAN_BUILD/test/fuzz/$name" ] || continue # failed below
     fuzz_one "$name" &
     running=$((running + 1))
-    if [ "$running" -ge "$(nproc)" ]; then
+    if [ "$running" -ge "$cpus" ]; then
         wait -n
         running=$((running - 1))
     fi

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Several device flows (lanes) per peer across two namespaced "hosts", through the emulated
-# kernel: ping-pongs with 1, 2 and 4 lanes (btl_devmem_devflows; up to 64 MiB, 256 MiB with 4)
-# into as many RX queues (an RSS context over them), then 4 lanes into 2 queues and into 1, and 4 lanes with
-# a 200-byte fragment limit (fewer, larger chunks); every byte
-# checked, every token returned, every lane and every queue carrying bytes (the lanes and
-# queues lines); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
+# kernel: ping-pongs with 1, 2 and 4 lanes (btl_devmem_devflows; up to 64 MiB, 256 MiB with
+# 4) into as many RX queues (an RSS context over them), then 4 lanes into 2 queues and into 1,
+# and 4 lanes with a 200-byte fragment limit (fewer, larger chunks); every byte checked,
+# every token returned, every lane and every queue carrying bytes (the lanes and queues
+# lines); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
 # one lane killed in the middle of a transfer (ss -K on its socket): the job must end,
 # naming the peer, well within 30 s.
 set -u
