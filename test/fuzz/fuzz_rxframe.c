@@ -122,9 +122,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     while (off < size && !st.stopped) {
         struct iovec iov[2];
-        int cnt = mca_btl_devmem_rxframe_iov(&rf, iov);
+        int cnt;
         size_t chunk, n = 0;
         int rc;
+
+        rf.hdr_first = 0 != (seed & 0x10); /* an owner expecting a large answer, or not */
+        cnt = mca_btl_devmem_rxframe_iov(&rf, iov);
+        FUZZ_MUST(rf.in_body || ((char *) iov[0].iov_base >= rf.buf
+                                 && (char *) iov[0].iov_base + iov[0].iov_len <= rf.buf + rf.cap),
+                  "a read between frames stays inside the read-ahead");
 
         /* reads of 1, of a few, of many bytes, or of all that is left */
         switch (seed & 3) {

@@ -187,8 +187,9 @@ static unsigned char *build_stream(struct frame *frames, int n, size_t cap, size
     return s;
 }
 
-enum chunking { ONE_BYTE, RANDOM, WHOLE };
-static const char *const chunking_name[] = {"1-byte reads", "random reads", "whole reads"};
+enum chunking { ONE_BYTE, RANDOM, WHOLE, HDR_FIRST };
+static const char *const chunking_name[] = {"1-byte reads", "random reads", "whole reads",
+                                            "random reads, headers alone at random"};
 
 /* Feed the stream as a socket would: each read fills the iovecs with up to `chunk` bytes. */
 static int feed(struct mca_btl_devmem_rxframe *rf, const unsigned char *s, size_t len,
@@ -198,8 +199,12 @@ static int feed(struct mca_btl_devmem_rxframe *rf, const unsigned char *s, size_
 
     while (off < len) {
         struct iovec iov[2];
-        int cnt = mca_btl_devmem_rxframe_iov(rf, iov);
-        size_t chunk = ONE_BYTE == how ? 1 : RANDOM == how ? 1 + rnd() % 70000 : len;
+        int cnt;
+        size_t chunk = ONE_BYTE == how ? 1 : WHOLE == how ? len : 1 + rnd() % 70000;
+
+        /* as the owner does when it expects a large answer, or not */
+        rf->hdr_first = HDR_FIRST == how && 0 == rnd() % 2;
+        cnt = mca_btl_devmem_rxframe_iov(rf, iov);
         size_t n = 0;
         int rc;
 
@@ -256,6 +261,78 @@ static void run(size_t cap, enum chunking how)
     free(s);
 }
 
+/* With hdr_first, a large GET_RESP after a SEND is read header by header: the read-ahead
+ * takes no more than one header at a time between frames, and the answer's payload lands
+ * in place with its first byte, none of it copied out of the read-ahead. */
+static void test_hdr_first(void)
+{
+    const size_t hs = sizeof(struct mca_btl_devmem_hdr), cap = 4096;
+    struct frame frames[2];
+    struct harness t = {.frames = frames, .n = 2};
+    struct mca_btl_devmem_rxframe rf;
+    struct iovec iov[2];
+    unsigned char *s;
+    size_t off = 0, len;
+    int cnt, ok = 1, in_place = 0;
+
+    memset(frames, 0, sizeof(frames));
+    frames[0].h.type = MCA_BTL_DEVMEM_HDR_SEND;
+    frames[0].h.size = 100;
+    frames[1].h.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
+    frames[1].h.size = 3 * cap;
+    frames[1].h.id = 7;
+    len = 2 * hs + frames[0].h.size + frames[1].h.size;
+    s = malloc(len);
+    for (int i = 0; i < 2; i++) {
+        frames[i].payload = malloc(frames[i].h.size);
+        for (uint32_t b = 0; b < frames[i].h.size; b++) {
+            frames[i].payload[b] = (unsigned char) rnd();
+        }
+        memcpy(s + off, &frames[i].h, hs);
+        memcpy(s + off + hs, frames[i].payload, frames[i].h.size);
+        off += hs + frames[i].h.size;
+    }
+    mca_btl_devmem_rxframe_init(&rf, &ops, &t);
+    rf.limits = limits;
+    (void) mca_btl_devmem_rxframe_start(&rf, cap);
+    off = 0;
+    while (off < len && ok) {
+        size_t n = 0;
+
+        rf.hdr_first = true;
+        cnt = mca_btl_devmem_rxframe_iov(&rf, iov);
+        if (0 == t.completed && !rf.in_body) {
+            /* the SEND's header, then its payload and the next header, no further */
+            size_t have = mca_btl_devmem_rxframe_partial(&rf);
+            ok &= 1 == cnt
+                  && (have < hs ? hs - have : 2 * hs + frames[0].h.size - have)
+                         == iov[0].iov_len;
+        }
+        if (2 == t.admitted && 1 == t.completed && rf.in_body) {
+            /* the answer's header is in: its first payload byte goes to its destination */
+            ok &= frames[1].dest == iov[0].iov_base && frames[1].h.size == iov[0].iov_len;
+            in_place++;
+        }
+        for (int i = 0; i < cnt && off + n < len; i++) {
+            size_t k = iov[i].iov_len < len - off - n ? iov[i].iov_len : len - off - n;
+            memcpy(iov[i].iov_base, s + off + n, k);
+            n += k;
+        }
+        off += n;
+        ok &= 0 == mca_btl_devmem_rxframe_got(&rf, n);
+    }
+    CHECK(ok && 1 == in_place && 0 == t.errors && 2 == t.completed,
+          "headers first: between frames only a header is read, and a large answer's payload "
+          "is read straight to its destination (%d of 2 delivered%s%s)", t.completed,
+          t.errors ? "; " : "", t.first_error);
+    for (int i = 0; i < 2; i++) {
+        free(frames[i].payload);
+        free(frames[i].dest);
+    }
+    mca_btl_devmem_rxframe_fini(&rf);
+    free(s);
+}
+
 /* A malformed header stops the stream at once, and nothing after it is delivered. */
 static void test_malformed(void)
 {
@@ -290,7 +367,9 @@ int main(void)
         run(caps[c], ONE_BYTE);
         run(caps[c], RANDOM);
         run(caps[c], WHOLE);
+        run(caps[c], HDR_FIRST);
     }
+    test_hdr_first();
     test_malformed();
     return check_finish();
 }

@@ -632,6 +632,9 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
         if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state && MCA_BTL_DEVMEM_EP_SHUTDOWN != ep->state) {
             return;
         }
+        /* one more small read per frame while a large answer is due, against a copy of
+         * up to recv_buffer bytes of its payload out of the read-ahead */
+        ep->rx.hdr_first = mca_btl_devmem_rdma_large_answer_due(ep);
         cnt = mca_btl_devmem_rxframe_iov(&ep->rx, iov);
         want = iov[0].iov_len + (2 == cnt ? iov[1].iov_len : 0);
         n = 1 == cnt ? recv(ep->sd, iov[0].iov_base, want, 0) : readv(ep->sd, iov, cnt);

@@ -235,6 +235,25 @@ static mca_btl_devmem_frag_t *find_get(mca_btl_devmem_endpoint_t *ep, uint64_t i
     return found;
 }
 
+/* From this size on, copying an answer's first read-ahead's worth out of the buffer (up to
+ * recv_buffer bytes) costs more than one more small read. */
+#define LARGE_ANSWER (32 * 1024)
+
+bool mca_btl_devmem_rdma_large_answer_due(mca_btl_devmem_endpoint_t *ep)
+{
+    bool due = false;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    if (!opal_list_is_empty(&ep->pending_gets)) {
+        mca_btl_devmem_frag_t *oldest = (mca_btl_devmem_frag_t *) opal_list_get_first(
+            &ep->pending_gets);
+
+        due = oldest->hdr.size >= LARGE_ANSWER;
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    return due;
+}
+
 bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
                                     const struct mca_btl_devmem_hdr *h)
 {

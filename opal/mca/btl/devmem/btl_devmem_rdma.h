@@ -37,6 +37,11 @@ mca_btl_devmem_frag_t *mca_btl_devmem_rdma_get_resp(const struct mca_btl_devmem_
  * 0, or -1 when ep failed. */
 int mca_btl_devmem_rdma_answer(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h);
 
+/* Is the next answer due on the control connection a large one (its payload worth reading
+ * straight to its destination rather than through the read-ahead)? Answers come in the order
+ * of the requests. */
+bool mca_btl_devmem_rdma_large_answer_due(mca_btl_devmem_endpoint_t *ep);
+
 /* A GET_RESP header arrived: find the pending get of its id and exactly its size, and keep
  * it in ep->rget until its payload is in place. false: it answers nothing of ours. */
 bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,

@@ -32,6 +32,7 @@ int mca_btl_devmem_rxframe_start(struct mca_btl_devmem_rxframe *rf, size_t cap)
 
 void mca_btl_devmem_rxframe_reset(struct mca_btl_devmem_rxframe *rf)
 {
+    rf->hdr_first = false;
     rf->in_body = false;
     rf->head = rf->tail = 0;
     rf->dst = NULL;
@@ -47,19 +48,38 @@ void mca_btl_devmem_rxframe_fini(struct mca_btl_devmem_rxframe *rf)
     mca_btl_devmem_rxframe_reset(rf);
 }
 
+/* Bytes that finish the frame begun in the read-ahead (a header, or a SEND that fits) and
+ * bring in the next header: no further, so that a payload after it is not read here. */
+static size_t through_next_header(const struct mca_btl_devmem_rxframe *rf)
+{
+    const size_t hs = sizeof(struct mca_btl_devmem_hdr);
+    size_t have = rf->tail - rf->head;
+    struct mca_btl_devmem_hdr h;
+
+    if (have < hs) {
+        return hs - have;
+    }
+    memcpy(&h, rf->buf + rf->head, hs);
+    return hs + mca_btl_devmem_hdr_payload(&h) - have + hs;
+}
+
 int mca_btl_devmem_rxframe_iov(struct mca_btl_devmem_rxframe *rf, struct iovec iov[2])
 {
     if (rf->in_body) {
-        /* the payload's rest, then the next headers into the emptied read-ahead */
+        /* the payload's rest, then the next headers into the emptied read-ahead (with
+         * hdr_first, one header: the next large payload goes to its own destination) */
         iov[0].iov_base = rf->dst;
         iov[0].iov_len = rf->left;
         iov[1].iov_base = rf->buf;
-        iov[1].iov_len = rf->cap;
+        iov[1].iov_len = rf->hdr_first ? sizeof(struct mca_btl_devmem_hdr) : rf->cap;
         return 2;
     }
     /* never full here: what parse leaves is a partial header or a SEND that fits */
     iov[0].iov_base = rf->buf + rf->tail;
     iov[0].iov_len = rf->cap - rf->tail;
+    if (rf->hdr_first && through_next_header(rf) < iov[0].iov_len) {
+        iov[0].iov_len = through_next_header(rf);
+    }
     return 1;
 }
 

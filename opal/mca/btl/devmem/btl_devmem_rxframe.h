@@ -5,8 +5,11 @@
  * Small frames are read in bulk into a read-ahead buffer and handed over from there without
  * another copy; a payload that does not fit is read straight to its destination, and the
  * read that finishes it pulls the next headers into the buffer in the same call (a second
- * iovec). Every header passes the codec check (btl_devmem_hdr.h) and the owner's admit
- * before a byte of its payload is placed.
+ * iovec). While the owner expects a large payload (hdr_first), reads stop at the next
+ * header, so that none of that payload passes through the read-ahead: a get's answer of
+ * 256 KiB would otherwise have its first 128 KiB copied out of it. Every header passes the
+ * codec check (btl_devmem_hdr.h) and the owner's admit before a byte of its payload is
+ * placed.
  *
  * The owner does the reading: rxframe_iov says where the next bytes go, rxframe_got parses
  * what arrived. Callbacks tell the owner's side:
@@ -38,6 +41,7 @@ struct mca_btl_devmem_rxframe {
     const struct mca_btl_devmem_rxframe_ops *ops;
     void *ctx;
     struct mca_btl_devmem_limits limits; /* what headers are checked against */
+    bool hdr_first;              /* owner: read a header alone before its payload */
     bool in_body;                /* reading a payload straight to its destination */
     char *buf;                   /* read-ahead */
     size_t cap, head, tail;      /* capacity, first unparsed byte, end of data */
@@ -63,7 +67,9 @@ void mca_btl_devmem_rxframe_reset(struct mca_btl_devmem_rxframe *rf);
 /* Free the buffers. */
 void mca_btl_devmem_rxframe_fini(struct mca_btl_devmem_rxframe *rf);
 
-/* Where the next read goes: 1 or 2 iovecs, never an empty one. */
+/* Where the next read goes: 1 or 2 iovecs, never an empty one. With hdr_first set, no
+ * further than the next header: the owner expects a large PUT or GET_RESP, whose payload
+ * then goes straight to its destination instead of through the read-ahead. */
 int mca_btl_devmem_rxframe_iov(struct mca_btl_devmem_rxframe *rf, struct iovec iov[2]);
 
 /* n (> 0) bytes were read into the iovecs of the last rxframe_iov: place and deliver them.
