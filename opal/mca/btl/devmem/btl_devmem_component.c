@@ -321,9 +321,11 @@ static int component_register(void)
              OPAL_INFO_LVL_5, &c->idle_own);
     c->idle_spin_us = 500;
     reg_int("idle_spin_us",
-            "Where idle_adapt found spinning better: quiet microseconds a waiting rank spins "
-            "before it hands its core over anyway, which bounds what spinning costs when the "
-            "task beside it turns out to be the peer it waits for",
+            "Where idle_adapt found spinning better: quiet microseconds a waiting rank bound "
+            "to one CPU spins before it hands its core over anyway, which bounds what "
+            "spinning costs when the task beside it turns out to be the peer it waits for; a "
+            "rank the scheduler may move spins ten times as long, past which the wait is a "
+            "peer still computing, maybe on the core the spin takes (more ranks than cores)",
             OPAL_INFO_LVL_6, &c->idle_spin_us);
     c->poll_max = 16;
     reg_int("poll_max",

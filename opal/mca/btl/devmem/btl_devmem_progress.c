@@ -97,12 +97,35 @@ static bool bound_to_one_cpu(uint64_t now)
 }
 
 /* Where spinning won: whether this wait has been spun long enough. A rank bound to one CPU
- * spins for idle_spin_us at most, in case the task beside it is the peer after all; one the
- * scheduler may move spins as long as it waits, like btl/tcp (its yields would give an
- * unrelated task a whole slice, and the load balancer parts it from a peer). */
+ * spins for idle_spin_us at most, in case the task beside it is the peer after all. One the
+ * scheduler may move spins like btl/tcp for any message in flight (its yields would give an
+ * unrelated task a whole slice, and the load balancer parts it from a peer), but not for a
+ * peer still computing: with more ranks than cores (oversubscribed, where Open MPI asks
+ * ranks to yield) the spin takes the core that peer computes on, and 4 ranks on 2 cores
+ * waited twice as long as btl/tcp's yielding ones. Such a rank hands over once it has spun
+ * UNBOUND_SPIN_FACTOR times idle_spin_us of CPU time past as much wall time: counted in CPU
+ * time, a preemption by an unrelated task during a short wait does not end the spin. */
+#define UNBOUND_SPIN_FACTOR 10
+static uint64_t spin_cpu_mark_ns; /* this wait's CPU time when it passed the wall bound */
+
 static bool spun_enough(const mca_btl_devmem_component_t *c, uint64_t now)
 {
-    return bound_to_one_cpu(now) && now - quiet_since_ns >= (uint64_t) c->idle_spin_us * 1000u;
+    uint64_t spin_ns = (uint64_t) c->idle_spin_us * 1000u;
+    struct timespec ts;
+    uint64_t cpu_ns;
+
+    if (bound_to_one_cpu(now)) {
+        return now - quiet_since_ns >= spin_ns;
+    }
+    if (now - quiet_since_ns < UNBOUND_SPIN_FACTOR * spin_ns
+        || 0 != clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) {
+        return false;
+    }
+    cpu_ns = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec + 1; /* never 0 */
+    if (0 == spin_cpu_mark_ns) {
+        spin_cpu_mark_ns = cpu_ns;
+    }
+    return cpu_ns - spin_cpu_mark_ns >= UNBOUND_SPIN_FACTOR * spin_ns;
 }
 
 /* The first guess of the way to wait: a bound rank's neighbour on its core is likely the
@@ -221,6 +244,7 @@ int mca_btl_devmem_progress(void)
         seen_activity = activity;
         wait_ended(c);
         quiet_since_ns = 0;
+        spin_cpu_mark_ns = 0;
         goto out;
     }
     now = now_ns();
