@@ -119,9 +119,8 @@ static bool node_oversubscribed(void)
  * spins for idle_spin_us at most, in case the task beside it is the peer after all. One the
  * scheduler may move spins like btl/tcp for any message in flight (its yields would give an
  * unrelated task a whole slice, and the load balancer parts it from a peer), but not for a
- * peer still computing: with more ranks than cores (oversubscribed, where Open MPI asks
- * ranks to yield) the spin takes the core that peer computes on, and 4 ranks on 2 cores
- * waited twice as long as btl/tcp's yielding ones. Such a rank hands over once it has spun
+ * peer still computing, whose core the spin may be taking (oversubscribed nodes never spin:
+ * node_oversubscribed). Such a rank hands over once it has spun
  * UNBOUND_SPIN_FACTOR times idle_spin_us of CPU time past as much wall time: counted in CPU
  * time, a preemption by an unrelated task during a short wait does not end the spin. */
 #define UNBOUND_SPIN_FACTOR 10
