@@ -52,8 +52,9 @@ static char *dest(void *ctx, const struct mca_btl_devmem_hdr *h)
 
     FUZZ_MUST(st->admitted == st->completed + 1, "dest is asked for an admitted frame");
     FUZZ_MUST(0 == memcmp(h, &st->cur, sizeof(*h)), "dest is asked for the admitted header");
-    FUZZ_MUST(MCA_BTL_DEVMEM_HDR_PUT == h->type || MCA_BTL_DEVMEM_HDR_GET_RESP == h->type,
-              "only PUT and GET_RESP payloads have a destination");
+    FUZZ_MUST(MCA_BTL_DEVMEM_HDR_PUT == h->type || MCA_BTL_DEVMEM_HDR_GET_RESP == h->type
+                  || MCA_BTL_DEVMEM_HDR_PUSH == h->type,
+              "only PUT, GET_RESP and PUSH payloads have a destination");
     FUZZ_MUST(NULL == st->dest, "dest is asked once per frame");
     st->dest = malloc(h->size > 0 ? h->size : 1);
     return st->dest;

@@ -59,11 +59,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  "an accepted header has a known type");
             FUZZ_MUST(MCA_BTL_DEVMEM_HDR_SEND != h.type || payload <= lim.frag_limit,
                  "a SEND payload is within the announced fragment limit");
-            FUZZ_MUST(payload <= lim.put_limit || (MCA_BTL_DEVMEM_HDR_SEND == h.type
-                                               && payload <= lim.frag_limit),
+            FUZZ_MUST(payload <= lim.put_limit
+                          || (MCA_BTL_DEVMEM_HDR_SEND == h.type && payload <= lim.frag_limit)
+                          || (MCA_BTL_DEVMEM_HDR_PUSH == h.type
+                              && payload <= MCA_BTL_DEVMEM_PUSH_MAX),
                  "a PUT or GET payload is within the put limit");
             FUZZ_MUST(MCA_BTL_DEVMEM_HDR_GET_REQ != h.type || 0 == payload,
                  "a GET request carries no payload");
+            FUZZ_MUST(MCA_BTL_DEVMEM_HDR_PUSH != h.type
+                          || (payload > 0 && payload <= MCA_BTL_DEVMEM_PUSH_MAX && 0 != h.id),
+                 "a push names itself and is at most what a receiver keeps");
             if (payload > 0 && payload <= size - sizeof(h)) {
                 data += payload; /* skip it, as the reader does */
                 size -= payload;

@@ -45,11 +45,14 @@ else
 fi
 
 strangers=0
+proto=$(sed -n 's/^#define MCA_BTL_DEVMEM_PROTO_VERSION \([0-9]*\)$/\1/p' \
+    "$DEVMEM_SRC/opal/mca/btl/devmem/btl_devmem_hdr.h")
 hello_wrong_secret() {
-    # magic "BMDM", version 3 (MCA_BTL_DEVMEM_PROTO_VERSION), status REQUEST, name 1.0, a
+    # magic "BMDM", this version (MCA_BTL_DEVMEM_PROTO_VERSION), status REQUEST, name 1.0, a
     # secret nobody published, link 0, frag limit 64 KiB, header size 24: well formed except
     # for the secret
-    printf 'BMDM\x03\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\xde\xad\xbe\xef\xde\xad\xbe\xef\x00\x00\x00\x00\x00\x00\x01\x00\x18\x00\x00\x00\x00\x00\x00\x00'
+    printf "BMDM\\x$(printf %02x "$proto")"
+    printf '\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\xde\xad\xbe\xef\xde\xad\xbe\xef\x00\x00\x00\x00\x00\x00\x01\x00\x18\x00\x00\x00\x00\x00\x00\x00'
 }
 for port in "${ports[@]}"; do
     # 1: connect and close at once

@@ -67,7 +67,8 @@ static char *dest(void *ctx, const struct mca_btl_devmem_hdr *h)
     struct harness *t = ctx;
     struct frame *f = &t->frames[t->admitted - 1];
 
-    if (MCA_BTL_DEVMEM_HDR_PUT != h->type && MCA_BTL_DEVMEM_HDR_GET_RESP != h->type) {
+    if (MCA_BTL_DEVMEM_HDR_PUT != h->type && MCA_BTL_DEVMEM_HDR_GET_RESP != h->type
+        && MCA_BTL_DEVMEM_HDR_PUSH != h->type) {
         bad(t, "dest asked for a frame that stays in the read-ahead");
         return NULL;
     }
@@ -99,7 +100,7 @@ static int complete(void *ctx, const struct mca_btl_devmem_hdr *h, char *body)
             bad(t, "a SEND payload differs");
         }
     } else if (p > 0 && (NULL == f->dest || 0 != memcmp(f->dest, f->payload, p))) {
-        bad(t, "a PUT or GET_RESP payload differs at its destination");
+        bad(t, "a PUT, GET_RESP or PUSH payload differs at its destination");
     }
     free(f->dest);
     f->dest = NULL;
@@ -149,6 +150,16 @@ static unsigned char *build_stream(struct frame *frames, int n, size_t cap, size
         case MCA_BTL_DEVMEM_HDR_SEND:
             h->tag = (uint8_t) rnd();
             h->size = pick_size(cap, limits.frag_limit);
+            if (0 == rnd() % 4) { /* announcing a push */
+                h->flags = MCA_BTL_DEVMEM_FLAG_PUSH_NEXT;
+                h->id = i + 1;
+                h->addr = 4096 + rnd();
+            }
+            break;
+        case MCA_BTL_DEVMEM_HDR_PUSH:
+            h->size = 1 + pick_size(cap, MCA_BTL_DEVMEM_PUSH_MAX - 1);
+            h->id = i + 1;
+            h->addr = 4096 + rnd();
             break;
         case MCA_BTL_DEVMEM_HDR_PUT:
         case MCA_BTL_DEVMEM_HDR_GET_RESP:

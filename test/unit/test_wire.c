@@ -118,6 +118,60 @@ static void test_hdr(void)
     CHECK(MCA_BTL_DEVMEM_CHECK_TOO_LONG == mca_btl_devmem_hdr_check(&h, &lim),
           "a huge SEND length is refused");
 
+    /* a SEND announcing a push names it; one without names nothing */
+    h.size = 100;
+    h.flags = MCA_BTL_DEVMEM_FLAG_PUSH_NEXT;
+    h.id = 7;
+    h.addr = 0x7f0000001000ull;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "SEND announcing push 7 of an address passes");
+    h.id = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "SEND announcing push id 0 is refused");
+    h.id = 7;
+    h.addr = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "SEND announcing a push of address 0 is refused");
+    h.flags = 0;
+    h.addr = 0x7f0000001000ull;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "SEND with an id or address but no announcement is refused");
+    h.id = h.addr = 0;
+
+    h.type = MCA_BTL_DEVMEM_HDR_PUSH;
+    h.id = 7;
+    h.addr = 0x7f0000001000ull;
+    h.size = MCA_BTL_DEVMEM_PUSH_MAX;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim)
+              && MCA_BTL_DEVMEM_PUSH_MAX == mca_btl_devmem_hdr_payload(&h),
+          "PUSH of the largest size passes and carries it as payload");
+    h.size = MCA_BTL_DEVMEM_PUSH_MAX + 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_TOO_LONG == mca_btl_devmem_hdr_check(&h, &lim),
+          "PUSH over 1 MiB is refused: a receiver may have to keep it");
+    {
+        struct mca_btl_devmem_limits small = {.frag_limit = 4096, .put_limit = 4096};
+        h.size = 65536;
+        CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &small),
+              "PUSH beyond the receiver's put limit passes: its sender cannot know that");
+    }
+    h.size = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "an empty PUSH is refused");
+    h.size = 4096;
+    h.id = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "PUSH id 0 is refused");
+    h.id = 7;
+    h.tag = 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "PUSH with a tag is refused");
+    h.tag = 0;
+    h.addr = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "PUSH of address 0 is refused");
+    h.id = 0;
+    h.type = MCA_BTL_DEVMEM_HDR_SEND;
+
     h.type = MCA_BTL_DEVMEM_HDR_PUT;
     h.size = 1u << 24;
     CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim), "PUT at the limit passes");
@@ -177,7 +231,7 @@ static void test_hdr(void)
           "DEVFLOW naming a lane beyond the limit is refused");
     h.tag = 0;
 
-    /* flags: only GET_REQ may carry one, and only DEVFLOW */
+    /* flags: only GET_REQ (DEVFLOW) and SEND (PUSH_NEXT) may carry one */
     h.size = 0;
     h.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
     h.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
@@ -201,7 +255,9 @@ static void test_hdr(void)
     int flagged = 0;
     for (int t = MCA_BTL_DEVMEM_HDR_SEND; t <= MCA_BTL_DEVMEM_HDR_TYPE_MAX; t++) {
         h.type = (uint8_t) t;
-        h.flags = MCA_BTL_DEVMEM_HDR_GET_REQ == t ? 0x8000 : MCA_BTL_DEVMEM_FLAG_DEVFLOW;
+        h.flags = MCA_BTL_DEVMEM_HDR_GET_REQ == t ? 0x8000
+                  : MCA_BTL_DEVMEM_HDR_SEND == t  ? MCA_BTL_DEVMEM_FLAG_DEVFLOW
+                                                  : MCA_BTL_DEVMEM_FLAG_PUSH_NEXT;
         flagged += MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim);
     }
     CHECK(0 == flagged, "a flag on any other type (or a foreign one on GET_REQ) is refused");
@@ -211,10 +267,18 @@ static void test_hdr(void)
     for (int t = 0; t < 256; t++) {
         h.type = (uint8_t) t;
         h.size = 0;
+        h.id = h.addr = 0;
+        if (MCA_BTL_DEVMEM_HDR_DEVFLOW == t) { /* the types that must name something */
+            h.id = 40000;
+        } else if (MCA_BTL_DEVMEM_HDR_PUSH == t) {
+            h.size = 1;
+            h.id = 1;
+            h.addr = 4096;
+        }
         bool known = t >= MCA_BTL_DEVMEM_HDR_SEND && t <= MCA_BTL_DEVMEM_HDR_TYPE_MAX;
         bad_types += known != (MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim));
     }
-    CHECK(0 == bad_types, "exactly the 6 known types pass, the other 250 are refused");
+    CHECK(0 == bad_types, "exactly the 7 known types pass, the other 249 are refused");
 
     /* truncated input: a header is only checked once all 24 bytes are in; a random
      * 24-byte header either passes with a length within the limits or is refused */

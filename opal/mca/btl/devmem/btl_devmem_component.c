@@ -354,6 +354,15 @@ static int component_register(void)
             "cost a third of the bandwidth)",
             OPAL_INFO_LVL_5, &c->write_ramp);
 
+    c->push = 64 * 1024;
+    reg_int("push",
+            "Bytes of a rendezvous (RGET) of host memory sent behind its header unasked, so "
+            "that the receiver's get asks only for the rest while they travel; it saves up "
+            "to one small-message round trip at the first sizes past the eager limit. The "
+            "receiver keeps up to 4 pushes per connection that arrive before their receive "
+            "is posted. 0: off; at most 1048576",
+            OPAL_INFO_LVL_5, &c->push);
+
     c->gpu = -1;
     reg_int("gpu",
             "The CUDA device of this rank: its memory holds the RX pool (cuda provider), and "
@@ -395,8 +404,8 @@ static int component_register(void)
                                        &mca_btl_devmem_module_template.super);
 }
 
-/* The device-flow parameters' ranges; OPAL_ERR_BAD_PARAM with the user told which. */
-static int check_lane_params(void)
+/* The ranges of the parameters that have one; OPAL_ERR_BAD_PARAM with the user told which. */
+static int check_param_ranges(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     const char *name = NULL, *valid = NULL;
@@ -415,6 +424,9 @@ static int check_lane_params(void)
     } else if (c->gather_depth < 1 || c->gather_depth > 64) {
         name = "btl_devmem_gather_depth", valid = "1 to 64";
         snprintf(value, sizeof(value), "%d", c->gather_depth);
+    } else if (c->push < 0 || c->push > (int) MCA_BTL_DEVMEM_PUSH_MAX) {
+        name = "btl_devmem_push", valid = "0 to 1048576";
+        snprintf(value, sizeof(value), "%d", c->push);
     } else if (c->emul_gather_lag < 0 || c->emul_gather_lag > 1000) {
         name = "btl_devmem_emul_gather_lag", valid = "0 to 1000";
         snprintf(value, sizeof(value), "%d", c->emul_gather_lag);
@@ -625,7 +637,7 @@ static int create_modules(void)
                        c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
     }
-    if (OPAL_SUCCESS != check_lane_params()) {
+    if (OPAL_SUCCESS != check_param_ranges()) {
         return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),

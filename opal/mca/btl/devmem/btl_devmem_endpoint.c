@@ -57,18 +57,22 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->in_recv = false;
     ep->fail_pending = false;
     ep->next_get_id = 1;
+    ep->push_out = NULL;
+    memset(&ep->push_in, 0, sizeof(ep->push_in));
     ep->reply_got = 0;
     ep->devflows = NULL;
 }
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
+    mca_btl_devmem_push_forget(ep);
     mca_btl_devmem_conn_fini(ep);
     mca_btl_devmem_devflow_free(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
     }
     mca_btl_devmem_rxframe_fini(&ep->rx);
+    mca_btl_devmem_push_in_reset(ep);
     OBJ_DESTRUCT(&ep->lock);
     OBJ_DESTRUCT(&ep->send_queue);
     OBJ_DESTRUCT(&ep->pending_gets);
@@ -115,6 +119,7 @@ void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
         ep->sd = -1;
     }
     mca_btl_devmem_rxframe_reset(&ep->rx);
+    mca_btl_devmem_push_in_reset(ep);
     ep->reply_got = 0;
 }
 
@@ -173,6 +178,9 @@ static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *
     case MCA_BTL_DEVMEM_FRAG_CTRL:
         if (OPAL_SUCCESS == status && MCA_BTL_DEVMEM_HDR_GET_RESP == frag->hdr.type) {
             mca_btl_devmem_component.stats.tx_host += frag->payload;
+        }
+        if (MCA_BTL_DEVMEM_HDR_PUSH == frag->hdr.type) {
+            mca_btl_devmem_push_sent(ep, frag, status);
         }
         mca_btl_devmem_frag_return(frag);
         break;
@@ -369,6 +377,17 @@ int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep)
     return rc;
 }
 
+/* Behind what is queued already: the fragment, then the push it announces. */
+static void queue_locked(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag,
+                         mca_btl_devmem_frag_t *push)
+{
+    frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    opal_list_append(&ep->send_queue, &frag->base.super.super);
+    if (NULL != push) {
+        opal_list_append(&ep->send_queue, &push->base.super.super);
+    }
+}
+
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
 {
     return mca_btl_devmem_endpoint_send_placed(ep, frag, NULL, NULL);
@@ -378,6 +397,7 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
                                         mca_btl_devmem_frag_t *frag,
                                         mca_btl_devmem_placed_fn placed, void *arg)
 {
+    mca_btl_devmem_frag_t *push;
     opal_list_t done;
     int rc = OPAL_SUCCESS;
 
@@ -393,6 +413,9 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
         OPAL_THREAD_UNLOCK(&ep->lock);
         return rc;
     }
+    /* an RGET header brings the first bytes of its data right behind it */
+    push = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind ? mca_btl_devmem_push_emit_locked(ep, frag)
+                                                  : NULL;
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECTED:
         mca_btl_devmem_progress_activity(); /* what we send may need the kernel's time */
@@ -404,6 +427,14 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
             OBJ_CONSTRUCT(&done, opal_list_t);
             opal_list_append(&ep->send_queue, &frag->base.super.super);
             rc = send_progress_locked(ep, &done);
+            if (NULL != push) {
+                /* a call of its own: the header reaches the peer, whose get request then
+                 * crosses the pushed bytes, instead of waiting for their copy */
+                opal_list_append(&ep->send_queue, &push->base.super.super);
+                if (0 == rc && !opal_list_is_empty(&done)) {
+                    rc = send_progress_locked(ep, &done);
+                }
+            }
             if (rc < 0) {
                 /* the PML still owns the descriptor: take it back out and say so */
                 if (opal_list_is_empty(&done)) {
@@ -413,6 +444,7 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
                 }
                 frag->base.des_flags = pml_flags;
                 OPAL_THREAD_UNLOCK(&ep->lock);
+                complete_list(ep, &done, OPAL_SUCCESS); /* its push, if written */
                 OBJ_DESTRUCT(&done);
                 ep_fail(ep, "send failed", -rc, false);
                 return OPAL_ERR_UNREACH;
@@ -423,6 +455,7 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
                  * it the descriptor is done (PML descriptors only) */
                 bool pml_desc = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind;
                 opal_list_remove_first(&done);
+                complete_list(ep, &done, OPAL_SUCCESS); /* its push, if written too */
                 OBJ_DESTRUCT(&done);
                 frag->base.des_flags = pml_flags;
                 complete_frag(ep, frag, OPAL_SUCCESS);
@@ -432,17 +465,14 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
             OBJ_DESTRUCT(&done);
             return OPAL_SUCCESS;
         }
-        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-        opal_list_append(&ep->send_queue, &frag->base.super.super);
+        queue_locked(ep, frag, push);
         break;
     case MCA_BTL_DEVMEM_EP_CLOSED:
-        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-        opal_list_append(&ep->send_queue, &frag->base.super.super);
+        queue_locked(ep, frag, push);
         rc = mca_btl_devmem_conn_start(ep);
         break;
     default: /* connecting: queued until the handshake completes */
-        frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-        opal_list_append(&ep->send_queue, &frag->base.super.super);
+        queue_locked(ep, frag, push);
         break;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
@@ -482,14 +512,26 @@ static void deliver(mca_btl_devmem_endpoint_t *ep, uint8_t tag, void *payload, s
 
 /*
  * The checks a frame needs beyond the header codec, done once per frame before any payload
- * is placed: somebody must listen on a SEND's tag, a PUT needs an address, a GET_RESP must
- * answer a pending get of exactly its size (kept in ep->rget), and nothing follows a FIN.
+ * is placed: pushes come where they were announced (btl_devmem_push.h), somebody must listen
+ * on a SEND's tag, a PUT needs an address, a GET_RESP must answer a pending get of exactly
+ * its size (kept in ep->rget), and nothing follows a FIN.
  * Returns 0, or -1 when the endpoint failed.
  */
 static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
 {
+    char why[128];
+    int rc;
+
     if (MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
         proto_error(ep, "traffic after FIN", h);
+        return -1;
+    }
+    if (0 != (rc = mca_btl_devmem_push_rx_admit(ep, h, why, sizeof(why)))) {
+        if (-2 == rc) {
+            mca_btl_devmem_endpoint_abort(ep, why);
+        } else {
+            proto_error(ep, why, h);
+        }
         return -1;
     }
     switch (h->type) {
@@ -526,6 +568,9 @@ static char *rx_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_
     if (MCA_BTL_DEVMEM_HDR_PUT == h->type) {
         return (char *) (uintptr_t) h->addr;
     }
+    if (MCA_BTL_DEVMEM_HDR_PUSH == h->type) {
+        return mca_btl_devmem_push_rx_dest(ep);
+    }
     return mca_btl_devmem_rdma_resp_dest(ep);
 }
 
@@ -553,6 +598,14 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
         mca_btl_devmem_rdma_resp_done(ep);
         break;
+    case MCA_BTL_DEVMEM_HDR_PUSH: {
+        mca_btl_devmem_frag_t *get = mca_btl_devmem_push_rx_done(ep);
+
+        if (NULL != get) {
+            mca_btl_devmem_rdma_get_finish(ep, get);
+        }
+        break;
+    }
     case MCA_BTL_DEVMEM_HDR_FIN:
         OPAL_THREAD_LOCK(&ep->lock);
         mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_SHUTDOWN, "the peer said FIN");

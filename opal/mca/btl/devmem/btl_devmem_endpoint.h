@@ -10,6 +10,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_push.h"
 #include "btl_devmem_rxframe.h"
 #include "btl_devmem_watch.h"
 
@@ -32,7 +33,8 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_devmem_modex_addr remote; /* where we connect to */
     enum mca_btl_devmem_ep_state state;
     int sd;
-    opal_mutex_t lock;             /* state, send queue, pending gets (btl_devmem.h: Threads) */
+    opal_mutex_t lock;             /* state, send queue, pending gets, pushes (btl_devmem.h:
+                                    * Threads) */
     opal_event_t timer;            /* the timeout of a waiting state (btl_devmem_conn.c) */
     bool timer_armed;
     bool conn_counted;             /* counted among the live connections (progress.c) */
@@ -53,9 +55,14 @@ struct mca_btl_base_endpoint_t {
     int fail_err;
     char fail_why[256];
 
-    /* gets waiting for their GET_RESP */
+    /* gets waiting for their GET_RESP (and their push) */
     opal_list_t pending_gets;
     uint64_t next_get_id;
+
+    /* pushes (btl_devmem_push.h), under lock: ours (armed or sent, until its registration
+     * ends) and what the peer pushed to us */
+    struct mca_btl_devmem_push_out *push_out;
+    struct mca_btl_devmem_push_in push_in;
 
     /* device-flow lanes to and from this peer (btl_devmem_devflow.c), NULL until used */
     struct mca_btl_devmem_devflows *devflows;

@@ -56,6 +56,13 @@ typedef struct mca_btl_devmem_frag_t {
     uint64_t tx_off;                   /* ... starting at this offset of its region */
     size_t tx_queued, tx_done;         /* ... bytes the kernel took, and has completed */
 
+    /* pushes (btl_devmem_push.h): a GET's first push_len bytes come by push, the rest by
+     * GET_RESP; it completes when both are in place. A PUSH frame names its push. */
+    uint32_t push_len;
+    bool push_pending;                 /* GET: the pushed bytes are not in place yet */
+    bool resp_done;                    /* GET: the GET_RESP part is */
+    struct mca_btl_devmem_push_out *push_out;
+
     /* striped gets: a CHUNK names its get; the get counts its chunks not yet complete and
      * keeps the first failure among them */
     struct mca_btl_devmem_frag_t *parent;

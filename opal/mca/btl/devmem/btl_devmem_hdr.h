@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define MCA_BTL_DEVMEM_MAGIC 0x4d444d42u /* "BMDM" in memory on little-endian */
-#define MCA_BTL_DEVMEM_PROTO_VERSION 3
+#define MCA_BTL_DEVMEM_PROTO_VERSION 4
 
 /* Largest payload a peer may ever announce as its fragment limit: the peer's own
  * announcement is the bound that counts, this only caps what we agree to. */
@@ -54,13 +54,21 @@ enum mca_btl_devmem_hdr_type {
     MCA_BTL_DEVMEM_HDR_GET_RESP = 4, /* payload answers GET_REQ `id` */
     MCA_BTL_DEVMEM_HDR_FIN = 5,      /* orderly close: the next EOF is not a failure */
     MCA_BTL_DEVMEM_HDR_DEVFLOW = 6,  /* "my device-flow connection to you comes from port id" */
-    MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_DEVFLOW,
+    MCA_BTL_DEVMEM_HDR_PUSH = 7,     /* payload: the first bytes of registration `id` at addr */
+    MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_PUSH,
 };
 
 /* GET_REQ flag: answer with raw bytes on your device-flow connection to me numbered `tag`
  * (its lane), in the order of the requests for that lane, instead of a GET_RESP fragment
  * here. No other flag exists; other types carry 0. */
 #define MCA_BTL_DEVMEM_FLAG_DEVFLOW 0x1u
+
+/* SEND flag: the next frame on this connection is PUSH `id` of the registration at `addr`
+ * (version 4, btl_devmem_push.h). SEND frames carry id and addr 0 without it. */
+#define MCA_BTL_DEVMEM_FLAG_PUSH_NEXT 0x2u
+
+/* Largest PUSH payload: what a receiver may have to keep until the get that claims it. */
+#define MCA_BTL_DEVMEM_PUSH_MAX (1024u * 1024u)
 
 /* Device-flow connections (lanes) one peer may open to another: lane numbers on the wire
  * are below this. */
@@ -180,14 +188,19 @@ static inline enum mca_btl_devmem_check
 mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
                          const struct mca_btl_devmem_limits *lim)
 {
-    if (0 != (hdr->flags & ~(MCA_BTL_DEVMEM_HDR_GET_REQ == hdr->type
-                                 ? MCA_BTL_DEVMEM_FLAG_DEVFLOW : 0u))) {
+    if (0 != (hdr->flags & ~(MCA_BTL_DEVMEM_HDR_GET_REQ == hdr->type ? MCA_BTL_DEVMEM_FLAG_DEVFLOW
+                             : MCA_BTL_DEVMEM_HDR_SEND == hdr->type ? MCA_BTL_DEVMEM_FLAG_PUSH_NEXT
+                                                                     : 0u))) {
         return hdr->type >= MCA_BTL_DEVMEM_HDR_SEND && hdr->type <= MCA_BTL_DEVMEM_HDR_TYPE_MAX
                    ? MCA_BTL_DEVMEM_CHECK_BAD_FIELD
                    : MCA_BTL_DEVMEM_CHECK_BAD_TYPE;
     }
     switch (hdr->type) {
     case MCA_BTL_DEVMEM_HDR_SEND:
+        if ((hdr->flags & MCA_BTL_DEVMEM_FLAG_PUSH_NEXT) ? 0 == hdr->id || 0 == hdr->addr
+                                                          : 0 != hdr->id || 0 != hdr->addr) {
+            return MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+        }
         if (hdr->size > lim->frag_limit) {
             return MCA_BTL_DEVMEM_CHECK_TOO_LONG;
         }
@@ -217,6 +230,14 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
                        && hdr->id <= UINT16_MAX
                    ? MCA_BTL_DEVMEM_CHECK_OK
                    : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+    case MCA_BTL_DEVMEM_HDR_PUSH:
+        if (0 != hdr->tag || 0 == hdr->id || 0 == hdr->addr || 0 == hdr->size) {
+            return MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+        }
+        /* bounded by what a receiver keeps, not by its put limit, which the sender of a
+         * push does not know */
+        return hdr->size > MCA_BTL_DEVMEM_PUSH_MAX ? MCA_BTL_DEVMEM_CHECK_TOO_LONG
+                                                   : MCA_BTL_DEVMEM_CHECK_OK;
     default:
         return MCA_BTL_DEVMEM_CHECK_BAD_TYPE;
     }

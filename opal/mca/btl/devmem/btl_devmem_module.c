@@ -226,6 +226,8 @@ static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     mca_btl_devmem_frag_prepare_write(frag);
     frag->hdr.type = MCA_BTL_DEVMEM_HDR_SEND;
     frag->hdr.tag = tag;
+    frag->hdr.flags = 0; /* a push it carries is announced as it is queued */
+    frag->hdr.id = frag->hdr.addr = 0;
     return mca_btl_devmem_endpoint_send(ep, frag);
 }
 

@@ -4,6 +4,8 @@
  * writes at the address in its header. A get registers itself on the endpoint's
  * pending_gets, then sends a GET_REQ; the peer streams the bytes back in place as a
  * GET_RESP (or on the device flow), which the receive path lands at the get's destination.
+ * When the peer pushed the first bytes behind its RGET (btl_devmem_push.h), the get asks
+ * only for the rest and completes once both parts are in place.
  */
 #include "opal_config.h"
 
@@ -71,6 +73,7 @@ int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
  */
 struct get_ask {
     mca_btl_devmem_frag_t *get;
+    const mca_btl_base_registration_handle_t *remote; /* the peer's handle (its push) */
     struct mca_btl_devmem_stripe stripe; /* its chunks, if it is cut over several lanes */
     bool placed; /* the get is registered: it will complete, even if the send fails */
 };
@@ -87,7 +90,15 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     } else {
-        /* the control connection lands it in host memory: staged when it is for the GPU */
+        /* the control connection lands it in host memory: staged when it is for the GPU.
+         * Its first bytes may be pushed to us already: then ask only for the rest. */
+        uint32_t pushed = mca_btl_devmem_push_claim_locked(ep, get, ask->remote, req->hdr.addr,
+                                                           get->hdr.size);
+
+        get->push_len = pushed;
+        get->hdr.size -= pushed;
+        req->hdr.addr += pushed;
+        req->hdr.size -= pushed;
         opal_list_append(&ep->pending_gets, &get->base.super.super);
         if (host_stays) {
             mca_btl_devmem_component.stats.host_gets_control++;
@@ -118,6 +129,7 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
         return OPAL_ERR_BAD_PARAM;
     }
     ask.get = NULL;
+    ask.remote = remote_handle;
     ask.placed = false;
     get = mca_btl_devmem_frag_alloc_user();
     req = mca_btl_devmem_frag_alloc(mca_btl_devmem_devflow_stripe_prepare(ep, size, &ask.stripe));
@@ -248,7 +260,12 @@ bool mca_btl_devmem_rdma_large_answer_due(mca_btl_devmem_endpoint_t *ep)
         mca_btl_devmem_frag_t *oldest = (mca_btl_devmem_frag_t *) opal_list_get_first(
             &ep->pending_gets);
 
-        due = oldest->hdr.size >= LARGE_ANSWER;
+        /* one whose answer is in and waits for its push answers nothing more */
+        if (oldest->resp_done && oldest != (mca_btl_devmem_frag_t *) opal_list_get_last(
+                                              &ep->pending_gets)) {
+            oldest = (mca_btl_devmem_frag_t *) opal_list_get_next(&oldest->base.super.super);
+        }
+        due = !oldest->resp_done && oldest->hdr.size >= LARGE_ANSWER;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     return due;
@@ -258,7 +275,7 @@ bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
                                     const struct mca_btl_devmem_hdr *h)
 {
     ep->rget = find_get(ep, h->id);
-    if (NULL == ep->rget || ep->rget->hdr.size != h->size) {
+    if (NULL == ep->rget || ep->rget->hdr.size != h->size || ep->rget->resp_done) {
         ep->rget = NULL;
         return false;
     }
@@ -267,19 +284,32 @@ bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
 
 char *mca_btl_devmem_rdma_resp_dest(mca_btl_devmem_endpoint_t *ep)
 {
-    return NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address;
+    /* past the bytes a push brings */
+    return (NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address)
+           + ep->rget->push_len;
 }
 
 void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
 {
-    char why[DEVMEM_ERR_MSG_MAX + 64];
     mca_btl_devmem_frag_t *get = ep->rget;
-    int status = OPAL_SUCCESS;
 
     ep->rget = NULL;
     OPAL_THREAD_LOCK(&ep->lock);
+    if (get->push_pending) {
+        get->resp_done = true; /* the push's arrival completes it (push_rx_done) */
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return;
+    }
     opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
     OPAL_THREAD_UNLOCK(&ep->lock);
+    mca_btl_devmem_rdma_get_finish(ep, get);
+}
+
+void mca_btl_devmem_rdma_get_finish(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
+{
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    int status = OPAL_SUCCESS;
+
     if (NULL != get->stage) {
         /* landed in host memory for a device destination: the GPU takes it from there */
         if (0 != mca_btl_devmem_mem_copy(get->local_address, get->stage, get->hdr.size,
@@ -291,7 +321,7 @@ void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
             mca_btl_devmem_component.stats.dev_staged += get->hdr.size;
         }
     }
-    mca_btl_devmem_component.stats.rx_host += get->hdr.size;
-    mca_btl_devmem_component.stats.get_host += get->hdr.size;
+    mca_btl_devmem_component.stats.rx_host += get->hdr.size; /* a push counts its own */
+    mca_btl_devmem_component.stats.get_host += get->hdr.size + get->push_len;
     mca_btl_devmem_endpoint_complete(ep, get, status);
 }

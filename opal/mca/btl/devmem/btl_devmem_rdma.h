@@ -50,8 +50,12 @@ bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
 /* Where the admitted GET_RESP's payload goes: the get's destination, or its host stage. */
 char *mca_btl_devmem_rdma_resp_dest(mca_btl_devmem_endpoint_t *ep);
 
-/* Every byte of the admitted GET_RESP is in place: complete its get. */
+/* Every byte of the admitted GET_RESP is in place: complete its get (once its push, if
+ * it has one, is in place too). */
 void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep);
+
+/* Every part of get is in place and it is off the pending list: complete it. */
+void mca_btl_devmem_rdma_get_finish(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get);
 
 END_C_DECLS
 

@@ -11,6 +11,7 @@
 
 #include "btl_devmem_dev.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_endpoint.h"
 
 #include "devmem/cudrv.h"
 
@@ -307,6 +308,7 @@ void mca_btl_devmem_reg_fini(void)
 struct devmem_reg {
     struct mca_btl_base_registration_handle_t handle;
     struct mca_btl_devmem_txmem *txmem; /* held, or NULL */
+    struct mca_btl_devmem_push_out *push; /* its first bytes' push, or NULL */
 };
 
 mca_btl_base_registration_handle_t *mca_btl_devmem_register_mem(
@@ -331,6 +333,7 @@ mca_btl_base_registration_handle_t *mca_btl_devmem_register_mem(
         /* a source of gets: enter it now, so that the answer finds its dmabuf ready */
         reg->txmem = txmem_hold((uint64_t) (uintptr_t) base, size, true);
     }
+    reg->push = mca_btl_devmem_push_arm(ep, &reg->handle, size, flags);
     return &reg->handle;
 }
 
@@ -340,6 +343,9 @@ int mca_btl_devmem_deregister_mem(struct mca_btl_base_module_t *btl,
     struct devmem_reg *reg = (struct devmem_reg *) handle;
 
     if (NULL != reg) {
+        if (NULL != reg->push) {
+            mca_btl_devmem_push_release(reg->push);
+        }
         mca_btl_devmem_txmem_put(reg->txmem);
         free(reg);
     }

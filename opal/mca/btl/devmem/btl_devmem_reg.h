@@ -30,9 +30,12 @@ enum mca_btl_devmem_mem_kind {
 
 /* What travels to the peer inside the PML's RGET. */
 struct mca_btl_base_registration_handle_t {
-    uint32_t kind;    /* enum mca_btl_devmem_mem_kind */
-    int32_t ordinal;  /* device, -1 for host memory */
-    uint64_t base;    /* start of the registered range */
+    uint32_t kind;     /* enum mca_btl_devmem_mem_kind */
+    int32_t ordinal;   /* device, -1 for host memory */
+    uint64_t base;     /* start of the registered range */
+    uint64_t push_id;  /* its first push_len bytes are pushed with id (push.h); 0: none */
+    uint32_t push_len;
+    uint32_t reserved;
 };
 
 /* One allocation that gets may be answered from with devmem TX. */

@@ -42,6 +42,10 @@
     X(tokens_returned, COUNTER, "tokens the kernel confirmed freed (SO_DEVMEM_DONTNEED)")    \
     X(dontneed_calls, COUNTER, "SO_DEVMEM_DONTNEED calls")                                   \
     X(fallbacks, COUNTER, "gets that took the control connection while the device path was on") \
+    X(push_sent, COUNTER, "first bytes of rendezvous sent behind their header unasked (pushes)") \
+    X(push_in_place, COUNTER, "pushes read straight to the destination of their get")      \
+    X(push_copied, COUNTER, "pushes kept until their get came, then copied")                 \
+    X(push_unclaimed, COUNTER, "pushes no get took (another protocol, dropped, closed)")     \
     X(host_gets_control, COUNTER, "gets into host memory kept on the control connection: the RX pool is device memory") \
     X(devflows, COUNTER, "device-flow connections adopted (receiving side)")                 \
     X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \

@@ -17,15 +17,32 @@
 #endif
 #endif
 
+#include <stddef.h>
+#include <string.h>
+
 #ifdef MCA_BTL_DEVMEM_TSAN
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 /* p was taken from (or is about to go back to) a pool shared between threads */
 #define MCA_BTL_DEVMEM_HANDOFF_TAKEN(p) __tsan_acquire(p)
 #define MCA_BTL_DEVMEM_HANDOFF_GIVEN(p) __tsan_release(p)
+/* Copy bytes the PML lends us for the length of a call (the peer's registration handle
+ * inside its RGET header): the PML recycles that memory through its own free lists once the
+ * call has returned, a hand-off the detector cannot see, so this one read goes unwatched. */
+static inline __attribute__((no_sanitize("thread"), noinline)) void
+mca_btl_devmem_pml_copy(void *dst, const void *src, size_t len)
+{
+    const volatile unsigned char *s = src;
+    unsigned char *d = dst;
+
+    for (size_t i = 0; i < len; i++) {
+        d[i] = s[i];
+    }
+}
 #else
 #define MCA_BTL_DEVMEM_HANDOFF_TAKEN(p) ((void) (p))
 #define MCA_BTL_DEVMEM_HANDOFF_GIVEN(p) ((void) (p))
+#define mca_btl_devmem_pml_copy(dst, src, len) memcpy((dst), (src), (len))
 #endif
 
 #endif /* MCA_BTL_DEVMEM_TSAN_H */

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The first bytes of a rendezvous pushed behind its header (btl_devmem_push): received
+# posted (read in place), unexpected (kept, then copied) and into a strided datatype (never
+# claimed), every byte checked (test/mpi/pushes.c). The counters must balance over the job:
+# every push sent was read in place, copied or left unclaimed, and each way happened. With
+# btl_devmem_push 0 nothing is pushed and the same traffic still checks.
+set -u
+. "$(dirname "$0")/../lib/testlib.sh"
+
+devmem_require_programs pushes
+if [ "$DEVMEM_BTL_NAME" != devmem ]; then
+    devmem_mpi_test pushes 2
+    devmem_finish
+fi
+
+limit=$DEVMEM_MPI_LIMIT
+if devmem_run_checked "pushes np=2, pushes on" pushes 2 "$limit" \
+    devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
+    "$DEVMEM_MPI_BIN/pushes"; then
+    out=$DEVMEM_LAST_OUT
+    sent=$(devmem_stat_sum "$out" push_sent) || sent=
+    inplace=$(devmem_stat_sum "$out" push_in_place) || inplace=
+    copied=$(devmem_stat_sum "$out" push_copied) || copied=
+    unclaimed=$(devmem_stat_sum "$out" push_unclaimed) || unclaimed=
+    errors=$(devmem_stat_sum "$out" proto_errors) || errors=
+    if [[ ! "$sent$inplace$copied$unclaimed$errors" =~ ^[0-9]+$ ]]; then
+        devmem_step_fail "push counters missing from the stats lines"
+    else
+        if [ "$sent" -gt 0 ] && [ "$sent" -eq $((inplace + copied + unclaimed)) ]; then
+            devmem_step_ok "pushes balance: $sent sent = $inplace in place + $copied copied" \
+                "+ $unclaimed unclaimed"
+        else
+            devmem_step_fail "pushes do not balance: $sent sent, $inplace in place, $copied" \
+                "copied, $unclaimed unclaimed"
+        fi
+        if [ "$inplace" -gt 0 ] && [ "$copied" -gt 0 ] && [ "$unclaimed" -gt 0 ]; then
+            devmem_step_ok "each way of meeting a receive happened"
+        else
+            devmem_step_fail "a way of meeting a receive never happened: $inplace in place," \
+                "$copied copied, $unclaimed unclaimed"
+        fi
+        if [ "$errors" -eq 0 ]; then
+            devmem_step_ok "no protocol error"
+        else
+            devmem_step_fail "$errors protocol errors"
+        fi
+    fi
+fi
+
+if devmem_run_checked "pushes np=2, btl_devmem_push 0" pushes 2 "$limit" \
+    devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
+    --mca btl_devmem_push 0 "$DEVMEM_MPI_BIN/pushes"; then
+    sent=$(devmem_stat_sum "$DEVMEM_LAST_OUT" push_sent) || sent=
+    if [ "$sent" = 0 ]; then
+        devmem_step_ok "btl_devmem_push 0: nothing pushed"
+    else
+        devmem_step_fail "btl_devmem_push 0: push_sent is '$sent'"
+    fi
+fi
+# 3 ranks: the pushes of one pair beside a rank that only joins the barriers
+devmem_mpi_test pushes 3 -- -n 3
+devmem_finish
