@@ -40,52 +40,50 @@ static const size_t sizes[] = {65537, 131073, 139264, 196608, 262144, 262147, 10
                                3 * 1048576 + 7};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-static void posted(char *buf, uint64_t *idx)
+/* there and back: each side's receive is posted before the other sends */
+static void posted_one(char *buf, size_t len, uint64_t idx)
 {
-    for (size_t s = 0; s < NSIZES; s++) {
-        size_t len = sizes[s];
-        if (len > test_opt.max_size) {
-            continue;
-        }
-        for (int i = 0; i < per_size; i++, (*idx)++) {
-            /* there and back: each side's receive is posted before the other sends */
-            if (0 == test_rank) {
-                pat_fill(buf, len, 0, 1, *idx, 0);
-                MPI_Send(buf, (int) len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, (int) len, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                pat_check(buf, len, 1, 0, *idx, 0, "posted, answer");
-            } else {
-                MPI_Recv(buf, (int) len, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                pat_check(buf, len, 0, 1, *idx, 0, "posted");
-                pat_fill(buf, len, 1, 0, *idx, 0);
-                MPI_Send(buf, (int) len, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
-            }
-        }
+    if (0 == test_rank) {
+        pat_fill(buf, len, 0, 1, idx, 0);
+        MPI_Send(buf, (int) len, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+        MPI_Recv(buf, (int) len, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        pat_check(buf, len, 1, 0, idx, 0, "posted, answer");
+    } else {
+        MPI_Recv(buf, (int) len, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        pat_check(buf, len, 0, 1, idx, 0, "posted");
+        pat_fill(buf, len, 1, 0, idx, 0);
+        MPI_Send(buf, (int) len, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
     }
 }
 
-static void unexpected(char *buf, uint64_t *idx)
+static void unexpected_one(char *buf, size_t len, uint64_t idx)
+{
+    if (0 == test_rank) {
+        pat_fill(buf, len, 0, 1, idx, 0);
+        MPI_Send(buf, (int) len, MPI_BYTE, 1, 3, MPI_COMM_WORLD);
+    } else {
+        int there = 0;
+
+        /* progress without a receive: the header (and its push) arrive unexpected */
+        memset(buf, 0, len);
+        while (!there) {
+            MPI_Iprobe(0, 3, MPI_COMM_WORLD, &there, MPI_STATUS_IGNORE);
+        }
+        MPI_Recv(buf, (int) len, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        pat_check(buf, len, 0, 1, idx, 0, "unexpected");
+    }
+}
+
+/* per_size messages of every size up to -m, one way */
+static void each_message(void (*one)(char *buf, size_t len, uint64_t idx), char *buf,
+                         uint64_t *idx)
 {
     for (size_t s = 0; s < NSIZES; s++) {
-        size_t len = sizes[s];
-        if (len > test_opt.max_size) {
+        if (sizes[s] > test_opt.max_size) {
             continue;
         }
         for (int i = 0; i < per_size; i++, (*idx)++) {
-            if (0 == test_rank) {
-                pat_fill(buf, len, 0, 1, *idx, 0);
-                MPI_Send(buf, (int) len, MPI_BYTE, 1, 3, MPI_COMM_WORLD);
-            } else {
-                int there = 0;
-
-                /* progress without a receive: the header (and its push) arrive unexpected */
-                memset(buf, 0, len);
-                while (!there) {
-                    MPI_Iprobe(0, 3, MPI_COMM_WORLD, &there, MPI_STATUS_IGNORE);
-                }
-                MPI_Recv(buf, (int) len, MPI_BYTE, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                pat_check(buf, len, 0, 1, *idx, 0, "unexpected");
-            }
+            one(buf, sizes[s], *idx);
         }
     }
 }
@@ -133,11 +131,11 @@ int main(int argc, char **argv)
     buf = xmalloc(test_opt.max_size);
     wide = xmalloc(span);
     if (test_rank < 2) {
-        posted(buf, &idx);
+        each_message(posted_one, buf, &idx);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank < 2) {
-        unexpected(buf, &idx);
+        each_message(unexpected_one, buf, &idx);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (test_rank < 2) {

@@ -185,14 +185,22 @@ static void slot_clear(struct mca_btl_devmem_push_slot *s)
 }
 
 /* Keep pushed bytes nobody claimed yet: the oldest kept ones go when there is no room. */
+/* Kept push i is done with (claimed, or dropped for room): the younger ones move up. */
+static void kept_drop(struct mca_btl_devmem_push_in *in, int i)
+{
+    const int n = MCA_BTL_DEVMEM_PUSH_KEPT;
+
+    free(in->kept[i].buf);
+    memmove(&in->kept[i], &in->kept[i + 1], (n - 1 - i) * sizeof(in->kept[0]));
+    slot_clear(&in->kept[n - 1]);
+}
+
 static void keep(struct mca_btl_devmem_push_in *in, struct mca_btl_devmem_push_slot *s)
 {
     const int n = MCA_BTL_DEVMEM_PUSH_KEPT;
 
     if (0 != in->kept[n - 1].id) {
-        free(in->kept[0].buf);
-        memmove(&in->kept[0], &in->kept[1], (n - 1) * sizeof(in->kept[0]));
-        slot_clear(&in->kept[n - 1]);
+        kept_drop(in, 0);
         mca_btl_devmem_component.stats.push_unclaimed++;
     }
     for (int i = 0; i < n; i++) {
@@ -332,10 +340,7 @@ uint32_t mca_btl_devmem_push_claim_locked(mca_btl_devmem_endpoint_t *ep,
     for (int i = 0; i < MCA_BTL_DEVMEM_PUSH_KEPT; i++) {
         if (slot_matches(&in->kept[i], &h) && in->kept[i].len == h.push_len) {
             memcpy(get->local_address, in->kept[i].buf, h.push_len);
-            free(in->kept[i].buf);
-            memmove(&in->kept[i], &in->kept[i + 1],
-                    (MCA_BTL_DEVMEM_PUSH_KEPT - 1 - i) * sizeof(in->kept[0]));
-            slot_clear(&in->kept[MCA_BTL_DEVMEM_PUSH_KEPT - 1]);
+            kept_drop(in, i);
             mca_btl_devmem_component.stats.push_copied++;
             return h.push_len;
         }
