@@ -23,6 +23,10 @@
  *     set's, the TX cache's (btl_devmem_reg.c), the component's (proc table).
  *   - Order: dispatch lock, then a proc's lock, then a module's, then an endpoint's, then a
  *     leaf. Callbacks into the PML run without an endpoint lock held.
+ *   - While the dispatcher delivers the frames of one read from an endpoint, sends to it
+ *     (the callbacks', and any other thread's) are queued and leave together when those
+ *     frames are done (btl_devmem_endpoint.c, tx_cork); a callback that re-enters progress
+ *     flushes them first.
  *   - Counters are relaxed atomics; the idle policy's state is the dispatch lock's.
  */
 #ifndef MCA_BTL_DEVMEM_H

@@ -47,6 +47,8 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_devmem_rxframe rx; /* framing and read-ahead (btl_devmem_rxframe.h) */
     mca_btl_devmem_frag_t *rget;   /* the get a GET_RESP body completes */
     bool in_recv;                  /* a PML callback re-entered progress from our receive */
+    bool tx_corked;                /* under lock: the frames of a read are being dispatched;
+                                    * what is sent meanwhile waits for their end */
 
     /* a failure found by a thread that could not take the dispatch lock: the dispatcher
      * completes it on its next turn (btl_devmem_endpoint.c, ep_fail) */
@@ -96,6 +98,11 @@ typedef int (*mca_btl_devmem_placed_fn)(mca_btl_devmem_endpoint_t *ep,
 int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
                                         mca_btl_devmem_frag_t *frag,
                                         mca_btl_devmem_placed_fn placed, void *arg);
+
+/* A callback of the dispatching thread re-entered progress while the frames of a read are
+ * being dispatched: what they sent so far leaves now, rather than waiting for the end of
+ * the batch, which that callback may be waiting on. */
+void mca_btl_devmem_endpoint_uncork_current(void);
 
 /* The peer is gone or misbehaved: fail everything queued for it (device flows too) and
  * tell the PML. why: what happened; err: an errno or 0. */

@@ -2,6 +2,7 @@
 /* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
 #include "btl_devmem_progress.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_endpoint.h"
 #include "btl_devmem_waitway.h"
 #include "btl_devmem_watch.h"
 
@@ -242,8 +243,14 @@ int mca_btl_devmem_progress(void)
     /* with no connection of ours (say every peer on shared memory), a syscall per progress
      * call would only slow the others: the 10 ms tick serves listen sockets, as libevent did.
      * Another thread in here (or this one, from a callback) is doing the work already. */
-    if (__atomic_load_n(&live_conns, __ATOMIC_RELAXED) <= 0
-        || !mca_btl_devmem_dispatch_trylock()) {
+    if (__atomic_load_n(&live_conns, __ATOMIC_RELAXED) <= 0) {
+        return 0;
+    }
+    if (!mca_btl_devmem_dispatch_trylock()) {
+        if (mca_btl_devmem_dispatch_held()) {
+            /* a callback of ours waits in progress: what it sent must not wait for it */
+            mca_btl_devmem_endpoint_uncork_current();
+        }
         return 0;
     }
     ran = mca_btl_devmem_watch_dispatch(0);
