@@ -18,15 +18,17 @@
  *     timers, failing an endpoint, init and teardown take it blocking. Recursive per thread.
  *   - The endpoint's lock: its state, socket, send queue, pending gets and its device flow's
  *     list of gets. Application threads send, put and get under it alone; they write what
- *     the socket takes at once and never wait for the dispatch lock.
+ *     the socket takes at once (unless a read from that peer is being dispatched, below)
+ *     and never wait for the dispatch lock.
  *   - Leaf locks, held for a few instructions and never while taking another: the watch
  *     set's, the TX cache's (btl_devmem_reg.c), the component's (proc table).
  *   - Order: dispatch lock, then a proc's lock, then a module's, then an endpoint's, then a
  *     leaf. Callbacks into the PML run without an endpoint lock held.
  *   - While the dispatcher delivers the frames of one read from an endpoint, sends to it
  *     (the callbacks', and any other thread's) are queued and leave together when those
- *     frames are done (btl_devmem_endpoint.c, tx_cork); a callback that re-enters progress
- *     flushes them first.
+ *     frames are done (btl_devmem_endpoint.c, tx_cork): another thread's send waits at most
+ *     for frames already read, as its receives wait for the dispatcher anyway. A callback
+ *     that re-enters progress flushes them first.
  *   - Counters are relaxed atomics; the idle policy's state is the dispatch lock's.
  */
 #ifndef MCA_BTL_DEVMEM_H
@@ -150,6 +152,7 @@ typedef struct mca_btl_devmem_component_t {
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */
+    bool cork;              /* callbacks' sends wait for the end of their read's frames */
     /* Open MPI 5's accelerator is not CUDA's (ROCm, Level Zero): only then can a buffer be
      * device memory that the device path cannot carry (mca_btl_devmem_mem_is_foreign) */
     bool accel_foreign;

@@ -280,6 +280,14 @@ static int component_register(void)
              "Emulated kernel: answer device-flow gets from host memory with devmem TX too "
              "(host memory standing in for GPU memory), so that the TX path runs without a GPU",
              OPAL_INFO_LVL_6, &c->tx_host);
+    c->cork = true;
+    reg_bool("cork",
+             "What PML callbacks send while the frames of one read are delivered (get "
+             "requests, the answers to a batch of them, FINs) leaves in one send "
+             "call when those frames are done, instead of one call per frame; nothing waits "
+             "for another read. Measured on loopback: osu_bw at 128 KiB 2.2 times as fast. "
+             "false: every frame is written as it is sent",
+             OPAL_INFO_LVL_6, &c->cork);
     c->idle_yield_us = 10;
     reg_int("idle_yield_us",
             "A rank waiting in MPI yields the CPU at every progress call once this "

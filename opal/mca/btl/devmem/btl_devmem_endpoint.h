@@ -49,6 +49,7 @@ struct mca_btl_base_endpoint_t {
     bool in_recv;                  /* a PML callback re-entered progress from our receive */
     bool tx_corked;                /* under lock: the frames of a read are being dispatched;
                                     * what is sent meanwhile waits for their end */
+    bool tx_cork_queued;           /* under lock: something waits for that end */
 
     /* a failure found by a thread that could not take the dispatch lock: the dispatcher
      * completes it on its next turn (btl_devmem_endpoint.c, ep_fail) */
@@ -101,7 +102,8 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
 
 /* A callback of the dispatching thread re-entered progress while the frames of a read are
  * being dispatched: what they sent so far leaves now, rather than waiting for the end of
- * the batch, which that callback may be waiting on. */
+ * the batch, which that callback may be waiting on. What was written completes here, as
+ * other BTLs' sends complete in that nested progress call. */
 void mca_btl_devmem_endpoint_uncork_current(void);
 
 /* The peer is gone or misbehaved: fail everything queued for it (device flows too) and
