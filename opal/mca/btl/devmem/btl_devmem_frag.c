@@ -183,7 +183,7 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
 #define RAMP_SPAN 8
 
 /* A call may take this many bytes past its limit rather than leave the last bytes of the
- * frame at the head to a call of their own: a payload of exactly the ramp or a multiple of
+ * last frame in the queue to a call of their own: a payload of exactly the ramp or a multiple of
  * the chunk left its 24-byte header behind, one more sendmsg per frame (over a veth a
  * 128 KiB rendezvous took 7 calls per message, two of them such slivers). */
 #define SLIVER_MAX 4096
@@ -225,12 +225,14 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, si
             && 0 != mca_btl_devmem_fault_frame(sd, queue)) {
             return -EPIPE;
         }
-        /* at most `limit` bytes per call: `step`, or the rest of the head frame where
-         * only a sliver of it would be left */
+        /* at most `limit` bytes per call: `step`, or the rest of a last frame where only a
+         * sliver of it would be left (behind a frame that follows, the sliver goes out with
+         * that frame's first bytes: streams keep their calls as they were) */
         mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
         size_t head = frag_bytes_left(frag), limit = step;
 
-        if (head > limit && head - limit <= SLIVER_MAX) {
+        if (head > limit && head - limit <= SLIVER_MAX
+            && opal_list_get_next(&frag->base.super.super) == opal_list_get_end(queue)) {
             limit = head;
         }
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
