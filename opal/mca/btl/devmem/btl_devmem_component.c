@@ -344,8 +344,7 @@ static int component_register(void)
             OPAL_INFO_LVL_9, &c->poll_max);
     c->write_chunk = -1;
     reg_int("write_chunk",
-            "Most bytes handed to the kernel in one send call (up to 4 KiB more, rather than "
-            "leave the last bytes of a frame to a call of their own); 0: no limit; -1: 512 KiB on "
+            "Most bytes handed to the kernel in one send call; 0: no limit; -1: 512 KiB on "
             "loopback, 128 KiB where TCP's congestion control is bbr, no limit elsewhere. On "
             "loopback both copies of a payload run on this host, and 512 KiB pieces, copied "
             "out while still in the cache, halved the time of a 4 MiB ping-pong; over a veth "

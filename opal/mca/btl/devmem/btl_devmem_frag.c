@@ -182,12 +182,6 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
  * small frames goes out batched as before. */
 #define RAMP_SPAN 8
 
-/* A call may take this many bytes past its limit rather than leave the last bytes of the
- * last frame in the queue to a call of their own: a payload of exactly the ramp or a multiple of
- * the chunk left its 24-byte header behind, one more sendmsg per frame (over a veth a
- * 128 KiB rendezvous took 7 calls per message, two of them such slivers). */
-#define SLIVER_MAX 4096
-
 static size_t frag_bytes_left(const mca_btl_devmem_frag_t *frag)
 {
     size_t left = 0;
@@ -225,26 +219,18 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, si
             && 0 != mca_btl_devmem_fault_frame(sd, queue)) {
             return -EPIPE;
         }
-        /* at most `limit` bytes per call: `step`, or the rest of a last frame where only a
-         * sliver of it would be left (behind a frame that follows, the sliver goes out with
-         * that frame's first bytes: streams keep their calls as they were) */
-        mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
-        size_t head = frag_bytes_left(frag), limit = step;
-
-        if (head > limit && head - limit <= SLIVER_MAX
-            && opal_list_get_next(&frag->base.super.super) == opal_list_get_end(queue)) {
-            limit = head;
-        }
+        /* at most `step` bytes per call */
+        mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
             for (int i = frag->iov_idx;
-                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < limit; i++) {
+                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < step; i++) {
                 iov[cnt] = frag->iov[i];
-                if (iov[cnt].iov_len > limit - want) {
-                    iov[cnt].iov_len = limit - want;
+                if (iov[cnt].iov_len > step - want) {
+                    iov[cnt].iov_len = step - want;
                 }
                 want += iov[cnt++].iov_len;
             }
-            if (cnt == QUEUE_WRITE_IOV_MAX || want >= limit) {
+            if (cnt == QUEUE_WRITE_IOV_MAX || want >= step) {
                 break;
             }
         }
