@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ typedef struct cu_event_st *cu_event;
 typedef unsigned long long cu_deviceptr;
 
 #define CU_SUCCESS 0
+#define CU_ERROR_NOT_INITIALIZED 3
 #define CU_ERROR_NOT_READY 600
 #define CU_EVENT_DISABLE_TIMING 2
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
@@ -126,7 +128,8 @@ struct cuda_dev {
 };
 
 static struct {
-    int state; /* 0 not tried, 1 loaded, -errno failed */
+    int opened; /* the library and its entry points: 0 not tried, 1 done, -errno failed */
+    int state;  /* the driver started (cuInit, a device): 0 not tried, 1 done, -errno failed */
     char why[DEVMEM_ERR_MSG_MAX];
     void *lib;
     int ndev;
@@ -231,13 +234,14 @@ static int cuda_syms(void)
     return 0;
 }
 
-int devmem_cuda_load(struct devmem_err *err)
-{
-    cu_result res;
-    int rc;
+/* Both steps once per process, whichever thread comes first. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
-    if (0 != cuda.state) {
-        goto cleanup;
+/* dlopen and the entry points, starting nothing: enough to ask about a pointer. */
+static int cuda_open_locked(void)
+{
+    if (0 != cuda.opened) {
+        return cuda.opened < 0 ? cuda.opened : 0;
     }
     cuda.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (NULL == cuda.lib) {
@@ -246,38 +250,66 @@ int devmem_cuda_load(struct devmem_err *err)
         snprintf(cuda.why, sizeof(cuda.why),
                  "cuda: cannot load libcuda.so.1 (no NVIDIA driver installed here): %s",
                  NULL != dl ? dl : "dlopen failed");
-        cuda.state = -ENODEV;
-        goto cleanup;
+        __atomic_store_n(&cuda.opened, -ENODEV, __ATOMIC_RELEASE);
+        return -ENODEV;
     }
-    if (0 != (rc = cuda_syms())) {
-        cuda.state = rc;
-        goto cleanup;
+    int rc = cuda_syms();
+    if (0 != rc) {
+        dlclose(cuda.lib);
+        cuda.lib = NULL;
     }
-    res = cuda.init(0);
-    if (CU_SUCCESS != res) {
-        snprintf(cuda.why, sizeof(cuda.why), "cuda: cuInit: %s (error %d)", cu_str(res), res);
-        cuda.state = -ENODEV;
-        goto cleanup;
+    __atomic_store_n(&cuda.opened, 0 != rc ? rc : 1, __ATOMIC_RELEASE);
+    return rc;
+}
+
+static int cuda_open(struct devmem_err *err)
+{
+    int rc;
+
+    if (1 == __atomic_load_n(&cuda.opened, __ATOMIC_ACQUIRE)) {
+        return 0;
     }
-    res = cuda.device_get_count(&cuda.ndev);
-    if (CU_SUCCESS != res || cuda.ndev < 1) {
-        snprintf(cuda.why, sizeof(cuda.why), "cuda: no CUDA device visible");
-        cuda.state = -ENODEV;
-        goto cleanup;
+    (void) pthread_mutex_lock(&load_lock);
+    rc = cuda_open_locked();
+    (void) pthread_mutex_unlock(&load_lock);
+    return 0 != rc ? devmem_err_set(err, -rc, "%s", cuda.why) : 0;
+}
+
+int devmem_cuda_load(struct devmem_err *err)
+{
+    cu_result res;
+    int state;
+
+    if (1 == (state = __atomic_load_n(&cuda.state, __ATOMIC_ACQUIRE))) {
+        return 0;
     }
-    if (cuda.ndev > DEVMEM_CUDA_MAX_DEVICES) {
-        cuda.ndev = DEVMEM_CUDA_MAX_DEVICES;
-    }
-    cuda.state = 1;
-cleanup:
-    if (cuda.state < 0) {
-        if (NULL != cuda.lib) {
-            dlclose(cuda.lib);
-            cuda.lib = NULL;
+    (void) pthread_mutex_lock(&load_lock);
+    if (0 == (state = cuda.state)) {
+        if (0 != (state = cuda_open_locked())) {
+            goto out;
         }
-        return devmem_err_set(err, -cuda.state, "%s", cuda.why);
+        res = cuda.init(0);
+        if (CU_SUCCESS != res) {
+            snprintf(cuda.why, sizeof(cuda.why), "cuda: cuInit: %s (error %d)", cu_str(res),
+                     res);
+            state = -ENODEV;
+            goto out;
+        }
+        res = cuda.device_get_count(&cuda.ndev);
+        if (CU_SUCCESS != res || cuda.ndev < 1) {
+            snprintf(cuda.why, sizeof(cuda.why), "cuda: no CUDA device visible");
+            state = -ENODEV;
+            goto out;
+        }
+        if (cuda.ndev > DEVMEM_CUDA_MAX_DEVICES) {
+            cuda.ndev = DEVMEM_CUDA_MAX_DEVICES;
+        }
+        state = 1;
+    out:
+        __atomic_store_n(&cuda.state, state, __ATOMIC_RELEASE);
     }
-    return 0;
+    (void) pthread_mutex_unlock(&load_lock);
+    return state < 0 ? devmem_err_set(err, -state, "%s", cuda.why) : 0;
 }
 
 /* dl_iterate_phdr callbacks: the first reports the loader's count of objects ever added,
@@ -307,7 +339,7 @@ int devmem_cuda_in_process(void)
     unsigned long long adds = 0;
     uint64_t m;
 
-    if (1 == cuda.state) {
+    if (1 == __atomic_load_n(&cuda.state, __ATOMIC_RELAXED)) {
         return 1;
     }
     (void) dl_iterate_phdr(loader_adds, &adds);
@@ -452,7 +484,9 @@ int devmem_cuda_ptr_query(const void *ptr, struct devmem_cuda_ptr *info, struct 
     if (!devmem_cuda_in_process()) {
         return 0;
     }
-    if (0 != (rc = devmem_cuda_load(err))) {
+    /* Never cuInit here: once the driver is started, every pointer question, Open MPI's
+     * for each message included, costs it a lookup (8 B latency 1.4x on an H200 node). */
+    if (0 != (rc = cuda_open(err))) {
         return rc;
     }
     for (int i = 0; i < 6; i++) {
@@ -460,6 +494,9 @@ int devmem_cuda_ptr_query(const void *ptr, struct devmem_cuda_ptr *info, struct 
     }
     /* unlike cuPointerGetAttribute, a pointer CUDA does not know is not an error here */
     res = cuda.pointer_get_attributes(6, attrs, data, (cu_deviceptr) (uintptr_t) ptr);
+    if (CU_ERROR_NOT_INITIALIZED == res) {
+        return 0; /* nothing in this process started the driver: no device memory exists */
+    }
     if (CU_SUCCESS != res) {
         return devmem_err_set(err, EIO, "cuda: cuPointerGetAttributes(%p): %s", ptr,
                               cu_str(res));

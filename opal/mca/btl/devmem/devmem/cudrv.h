@@ -50,8 +50,9 @@ struct devmem_cuda_ptr {
 };
 
 /* 1 when ptr is device memory (info filled), 0 when it is host memory (pageable, pinned or
- * managed: the CPU can touch it), -errno on a driver failure. Cheap when the process does
- * not use CUDA: answers 0 without loading anything. */
+ * managed: the CPU can touch it), -errno on a driver failure. Never starts the driver: 0
+ * without loading anything where the process has no libcuda, and 0 while nothing in it has
+ * called cuInit (there is no device memory yet). */
 int devmem_cuda_ptr_query(const void *ptr, struct devmem_cuda_ptr *info, struct devmem_err *err);
 
 /* Device memory on device `ordinal`, and its release. */
