@@ -337,6 +337,28 @@ static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_
     return 0;
 }
 
+/* The helper's verdict on the NIC (its policy, the kernel's words), asked with a memfd
+ * standing in for the pool, which it refuses (-EBADF) once the NIC has passed. 0 when it
+ * passed; an emulating helper may grant the stand-in, which is given back at once. */
+static int helper_probe_nic(struct mca_btl_devmem_dev *d, char *why, size_t len)
+{
+    int fd = memfd_create("btl-devmem-probe", MFD_CLOEXEC);
+    int rc = fd >= 0 && 0 == ftruncate(fd, 1 << 20) ? helper_bind_rx(d, fd, why, len) : -EBADF;
+
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (0 == rc) {
+        mca_btl_devmem_helper_release(d->helper_id);
+        d->helper_id = 0;
+    }
+    if (0 == rc || -EBADF == rc) {
+        why[0] = '\0';
+        return 0;
+    }
+    return rc;
+}
+
 /* Real kernel, no CAP_NET_ADMIN: the helper checks the NIC, picks the queue, binds and
  * steers; this process keeps the pool and the listen socket. */
 static int setup_real_helper(struct mca_btl_devmem_dev *d, char *why, size_t len)
@@ -349,18 +371,11 @@ static int setup_real_helper(struct mca_btl_devmem_dev *d, char *why, size_t len
     }
     if (0 != pool_alloc(d, true, pool_why, sizeof(pool_why))) {
         /* No dmabuf here. The helper's verdict on the NIC (its policy, the kernel's words)
-         * is still the reason that matters most: ask with a memfd standing in, which the
-         * helper refuses once the NIC has passed. */
-        int fd = memfd_create("btl-devmem-probe", MFD_CLOEXEC);
-
-        rc = fd >= 0 && 0 == ftruncate(fd, 1 << 20) ? helper_bind_rx(d, fd, why, len) : -EBADF;
-        if (fd >= 0) {
-            close(fd);
-        }
-        if (0 == rc || -EBADF == rc) {
+         * is still the reason that matters most. */
+        if (0 == helper_probe_nic(d, why, len)) {
             say(why, len, "no dmabuf exporter for the RX pool: %s", pool_why);
         }
-        return -ENODEV; /* a granted stand-in is released with d->helper_id */
+        return -ENODEV;
     }
     if (0 != (rc = helper_bind_rx(d, d->pool.dmabuf_fd, why, len))) {
         return rc;
@@ -369,20 +384,16 @@ static int setup_real_helper(struct mca_btl_devmem_dev *d, char *why, size_t len
     return 0;
 }
 
-static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
+/* The kernel's verdict on the NIC, asked for itself: its RX queues (*n_rx) and whether it
+ * takes a binding on the last of them. 0 when it passed. */
+static int real_nic_check(const struct mca_btl_devmem_if *itf, unsigned int *n_rx, char *why,
+                          size_t len)
 {
-    const struct mca_btl_devmem_if *itf = &d->module->itf;
     struct devmem_nl *nl = NULL;
     struct devmem_nl_queues *qs = calloc(1, sizeof(*qs));
     struct devmem_err e;
-    unsigned int n_rx = 0;
-    char pool_why[200];
     int rc;
 
-    if (dev_state.via_helper) {
-        free(qs);
-        return setup_real_helper(d, why, len);
-    }
     if (NULL == qs) {
         say(why, len, "out of memory");
         return -ENOMEM;
@@ -393,14 +404,28 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
     } else if (0 != rc) {
         say(why, len, "%s", e.msg);
     }
-    n_rx = qs->n_rx;
+    *n_rx = qs->n_rx;
     devmem_nl_close(nl);
     free(qs);
     if (0 != rc) {
         return rc;
     }
+    return probe_nic(itf, *n_rx > 0 ? *n_rx - 1 : 0, why, len);
+}
+
+static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
+{
+    const struct mca_btl_devmem_if *itf = &d->module->itf;
+    struct devmem_err e;
+    unsigned int n_rx = 0;
+    char pool_why[200];
+    int rc;
+
+    if (dev_state.via_helper) {
+        return setup_real_helper(d, why, len);
+    }
     /* the kernel's verdict on the NIC first: it is the reason that matters most */
-    if (0 != (rc = probe_nic(itf, n_rx > 0 ? n_rx - 1 : 0, why, len))) {
+    if (0 != (rc = real_nic_check(itf, &n_rx, why, len))) {
         return rc;
     }
     if (0 != pool_alloc(d, true, pool_why, sizeof(pool_why))) {
@@ -542,20 +567,57 @@ static void dev_release(struct mca_btl_devmem_dev *d)
     free(d);
 }
 
-static int dev_setup(mca_btl_devmem_module_t *m)
+static struct mca_btl_devmem_dev *dev_new(mca_btl_devmem_module_t *m)
 {
     struct mca_btl_devmem_dev *d = calloc(1, sizeof(*d));
-    int rc;
 
     if (NULL == d) {
         snprintf(m->dev_reason, sizeof(m->dev_reason), "out of memory");
-        return -ENOMEM;
+        return NULL;
     }
     d->module = m;
     d->listen_fd = -1;
     d->steer_rule = -1;
     d->pool.dmabuf_fd = -1;
     d->pool.priv_fd = -1;
+    return d;
+}
+
+/* Real kernel: whether this interface's NIC can take a devmem binding at all, the kernel's
+ * or the helper's verdict, with no pool made (m->dev_reason says why not). Asked of every
+ * interface before anything touches the GPU: locality and the pool start the CUDA driver,
+ * and a started driver makes every pointer check dearer, Open MPI's for each message
+ * included (8 B latency 1.4x on an H200 node). A node whose NICs cannot do devmem never
+ * starts it. */
+static int nic_verdict(mca_btl_devmem_module_t *m)
+{
+    struct mca_btl_devmem_dev *d;
+    unsigned int n_rx;
+    int rc;
+
+    if (!dev_state.via_helper) {
+        return real_nic_check(&m->itf, &n_rx, m->dev_reason, sizeof(m->dev_reason));
+    }
+    /* the helper looks at the device-flow socket before the NIC */
+    if (NULL == (d = dev_new(m))) {
+        return -ENOMEM;
+    }
+    rc = open_listener(d, m->dev_reason, sizeof(m->dev_reason));
+    if (0 == rc) {
+        rc = helper_probe_nic(d, m->dev_reason, sizeof(m->dev_reason));
+    }
+    dev_release(d);
+    return rc;
+}
+
+static int dev_setup(mca_btl_devmem_module_t *m)
+{
+    struct mca_btl_devmem_dev *d = dev_new(m);
+    int rc;
+
+    if (NULL == d) {
+        return -ENOMEM;
+    }
     rc = DEVMEM_KERNEL_REAL == dev_state.k->kind
              ? setup_real(d, m->dev_reason, sizeof(m->dev_reason))
              : setup_emulated(d, m->dev_reason, sizeof(m->dev_reason));
@@ -591,8 +653,9 @@ int mca_btl_devmem_dev_init(void)
     struct devmem_err e;
     char reasons[1024] = "", near[96] = "";
     size_t used = 0;
-    int rc, on = 0, far = 0;
+    int rc, on = 0, far = 0, may = 0;
     enum devmem_path *paths, best = DEVMEM_PATH_UNKNOWN;
+    bool *refused; /* by the NIC's verdict */
     const char *best_if = NULL; /* the first NIC with a device path, on the best class */
 
     memset(&dev_state, 0, sizeof(dev_state));
@@ -612,7 +675,11 @@ int mca_btl_devmem_dev_init(void)
         DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
         return OPAL_SUCCESS;
     }
-    if (NULL == (paths = calloc((size_t) c->num_modules + 1, sizeof(*paths)))) {
+    paths = calloc((size_t) c->num_modules + 1, sizeof(*paths));
+    refused = calloc((size_t) c->num_modules + 1, sizeof(*refused));
+    if (NULL == paths || NULL == refused) {
+        free(paths);
+        free(refused);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     devmem_emul_config_default(&cfg);
@@ -644,7 +711,13 @@ int mca_btl_devmem_dev_init(void)
     for (int i = 0; i < c->num_modules; i++) {
         paths[i] = DEVMEM_PATH_UNKNOWN;
     }
-    if (0 == rc) {
+    /* the NICs' verdicts before locality, which asks CUDA (nic_verdict); the emulated NIC
+     * takes any binding */
+    for (int i = 0; 0 == rc && i < c->num_modules; i++) {
+        refused[i] = DEVMEM_KERNEL_REAL == kind && 0 != nic_verdict(c->modules[i]);
+        may += !refused[i];
+    }
+    if (may > 0) {
         mca_btl_devmem_near_paths(paths, near, sizeof(near));
     }
     /* nearest path class first; once one class has a device path, farther ones keep host
@@ -668,7 +741,7 @@ int mca_btl_devmem_dev_init(void)
             }
             if (0 != rc) {
                 snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", e.msg);
-            } else if (0 == dev_setup(m)) {
+            } else if (!refused[i] && 0 == dev_setup(m)) {
                 on++;
                 if (NULL == best_if && !m->itf.loopback) {
                     best = (enum devmem_path) cls;
@@ -693,6 +766,7 @@ int mca_btl_devmem_dev_init(void)
         }
     }
     free(paths);
+    free(refused);
     /* require: every interface that was a candidate; farther ones were not */
     if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on + far < c->num_modules) {
         show_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
