@@ -156,6 +156,9 @@ typedef struct mca_btl_devmem_component_t {
     /* Open MPI 5's accelerator is not CUDA's (ROCm, Level Zero): only then can a buffer be
      * device memory that the device path cannot carry (mca_btl_devmem_mem_is_foreign) */
     bool accel_foreign;
+    /* Open MPI 5's accelerator is CUDA's: it marks device buffers in their convertors
+     * (mca_btl_devmem_convertor_is_device) */
+    bool accel_cuda;
     int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
     int idle_block_us;      /* longest sleep of a waiting rank on a shared core, 0: none */
     bool idle_adapt;        /* measure waits and spin where handing the core over loses */

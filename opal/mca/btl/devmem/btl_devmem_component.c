@@ -661,6 +661,7 @@ static int create_modules(void)
     /* decided once: the send and registration paths only test the flag */
     accel_cuda = 0 == strcmp(accel, "cuda");
     c->accel_foreign = !accel_cuda && 0 != strcmp(accel, "null") && 0 != strcmp(accel, "none");
+    c->accel_cuda = accel_cuda;
     DEVMEM_VERBOSE(5, "Open MPI's accelerator: %s; gets from its device memory %s", accel,
                    accel_cuda                   ? "offered to the PML"
                    : 0 == strcmp(accel, "none") ? "as the build allows (Open MPI 4)"

@@ -176,7 +176,7 @@ static mca_btl_base_descriptor_t *btl_prepare_src(struct mca_btl_base_module_t *
     }
     if (in_place && max_data > 0) {
         opal_convertor_get_current_pointer(convertor, &src);
-        if (mca_btl_devmem_mem_is_device(src, &ordinal)) {
+        if (mca_btl_devmem_convertor_is_device(convertor, src, &ordinal)) {
             return prepare_device_src(convertor, src, ordinal, reserve, size, max_data, flags);
         }
         /* device memory we cannot read (Open MPI 5 says "no buffers needed" for it): the
@@ -257,7 +257,7 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
 
         /* the PML's pack would read device memory with the CPU: let prepare_src do it */
         opal_convertor_get_current_pointer(convertor, &p);
-        if (mca_btl_devmem_mem_is_device(p, NULL)) {
+        if (mca_btl_devmem_convertor_is_device(convertor, p, NULL)) {
             return OPAL_ERR_RESOURCE_BUSY;
         }
     }

@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opal/datatype/opal_convertor.h"
+
 #include "btl_devmem_dev.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_ompi.h"
 
 #include "devmem/cudrv.h"
 
@@ -40,6 +43,19 @@ bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal)
         *ordinal = info.ordinal;
     }
     return 1 == rc;
+}
+
+bool mca_btl_devmem_convertor_is_device(const struct opal_convertor_t *convertor,
+                                        const void *ptr, int *ordinal)
+{
+#if BTL_VERSION >= 330
+    /* a second driver query per message would cost a GPU application's small host sends
+     * a few hundred nanoseconds each */
+    if (mca_btl_devmem_component.accel_cuda && !(convertor->flags & CONVERTOR_ACCELERATOR)) {
+        return false;
+    }
+#endif
+    return mca_btl_devmem_mem_is_device(ptr, ordinal);
 }
 
 bool mca_btl_devmem_mem_is_foreign(const void *ptr)

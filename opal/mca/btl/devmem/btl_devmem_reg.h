@@ -56,6 +56,13 @@ struct mca_btl_devmem_txmem {
  * does not use CUDA. */
 bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal);
 
+/* The same for the data a convertor is at (ptr, its current pointer), asking the driver
+ * only where Open MPI has not: Open MPI 5 with CUDA as its accelerator marks each message's
+ * device buffers when it prepares the convertor, so an unmarked one is host memory. */
+struct opal_convertor_t;
+bool mca_btl_devmem_convertor_is_device(const struct opal_convertor_t *convertor,
+                                        const void *ptr, int *ordinal);
+
 /* Device memory that Open MPI 5's accelerator framework knows and the device path cannot
  * carry (not CUDA: ROCm, Level Zero). Said once at verbosity 1. Always false on 4.1. */
 bool mca_btl_devmem_mem_is_foreign(const void *ptr);
