@@ -4,7 +4,10 @@
 # posted (read in place), unexpected (kept, then copied) and into a strided datatype (never
 # claimed), every byte checked (test/mpi/pushes.c). The counters must balance over the job:
 # every push sent was read in place, copied or left unclaimed, and each way happened. With
-# btl_devmem_push 0 nothing is pushed and the same traffic still checks.
+# btl_devmem_push 0 nothing is pushed and the same traffic still checks. Then a peer that
+# dies between a header announcing a push and the push (btl_devmem_fault push-cut, in the
+# posted phase: the receiver's get is waiting for those bytes): the job must end, naming
+# the lost peer and why, never hang.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -57,6 +60,13 @@ if devmem_run_checked "pushes np=2, btl_devmem_push 0" pushes 2 "$limit" \
     else
         devmem_step_fail "btl_devmem_push 0: push_sent is '$sent'"
     fi
+fi
+if devmem_expect_failure "push announced, then the connection cut" \
+    "lost the connection to \[\[[0-9]+,[0-9]+\],0\] on host [^ ]+ \(interface lo\): the peer closed the connection" \
+    "$limit" devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_if_include lo \
+    --mca btl_devmem_fault push-cut --mca btl_devmem_fault_after 2 "$DEVMEM_MPI_BIN/pushes"; then
+    devmem_expect_line "$DEVMEM_LAST_OUT" "fault injection: a header announcing a push, then the connection shut" \
+        "the cut came between a push's announcement and the push"
 fi
 # 3 ranks: the pushes of one pair beside a rank that only joins the barriers
 devmem_mpi_test pushes 3 -- -n 3

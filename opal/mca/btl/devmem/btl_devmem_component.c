@@ -397,15 +397,17 @@ static int component_register(void)
     reg_string("fault",
                "For tests only: make one rank spoil one of its frames, to show what a "
                "peer's garbage does to a live connection: bad-type (an unknown frame type), "
-               "too-long (a length beyond every limit) or truncated (half a header, then the "
-               "connection shut); empty: never",
+               "too-long (a length beyond every limit), truncated (half a header, then the "
+               "connection shut) or push-cut (a rendezvous header announcing a push, then the "
+               "connection shut where the push should follow); empty: never",
                OPAL_INFO_LVL_9, &c->fault);
     c->fault_rank = 0;
     reg_int("fault_rank", "For tests only: the rank (in MPI_COMM_WORLD) that injects "
             "btl_devmem_fault", OPAL_INFO_LVL_9, &c->fault_rank);
     c->fault_after = 50;
-    reg_int("fault_after", "For tests only: SEND frames that rank sends intact before "
-            "btl_devmem_fault strikes", OPAL_INFO_LVL_9, &c->fault_after);
+    reg_int("fault_after", "For tests only: SEND frames (push-cut: announcing a push) that "
+            "rank sends intact before btl_devmem_fault strikes", OPAL_INFO_LVL_9,
+            &c->fault_after);
 
     mca_btl_devmem_stats_register();
     return mca_btl_base_param_register(&c->super.btl_version,

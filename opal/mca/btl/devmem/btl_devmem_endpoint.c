@@ -283,12 +283,16 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     OPAL_THREAD_UNLOCK(&ep->lock);
 
     mca_btl_devmem_component.stats.conn_failed++;
-    complete_list(ep, &doomed, OPAL_ERR_UNREACH);
-    OBJ_DESTRUCT(&doomed);
-    mca_btl_devmem_devflow_close(ep, false);
+    /* The PML hears of the loss before its operations fail: a failed get makes ob1 end the
+     * job at once ("Out of resource" from pml_ob1_recvreq.c, with no peer named), so told
+     * after, it never said our words. A PML that carries on (ULFM) marks the peer failed
+     * first, and the failures then read as that. */
     if (NULL != ep->module->error_cb) {
         ep->module->error_cb(&ep->module->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->peer->proc, msg);
     }
+    complete_list(ep, &doomed, OPAL_ERR_UNREACH);
+    OBJ_DESTRUCT(&doomed);
+    mca_btl_devmem_devflow_close(ep, false);
 }
 
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)

@@ -14,11 +14,11 @@
 
 #include "btl_devmem_fault.h"
 
-enum fault_kind { FAULT_NONE, FAULT_BAD_TYPE, FAULT_TOO_LONG, FAULT_TRUNCATED };
+enum fault_kind { FAULT_NONE, FAULT_BAD_TYPE, FAULT_TOO_LONG, FAULT_TRUNCATED, FAULT_PUSH_CUT };
 
 static struct {
     enum fault_kind kind;
-    int countdown; /* SEND frames still to go out intact */
+    int countdown; /* SEND frames (push-cut: announcing a push) still to go out intact */
 } fault;
 
 int mca_btl_devmem_fault_init(void)
@@ -27,7 +27,7 @@ int mca_btl_devmem_fault_init(void)
         const char *name;
         enum fault_kind kind;
     } kinds[] = {{"bad-type", FAULT_BAD_TYPE}, {"too-long", FAULT_TOO_LONG},
-                 {"truncated", FAULT_TRUNCATED}};
+                 {"truncated", FAULT_TRUNCATED}, {"push-cut", FAULT_PUSH_CUT}};
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     fault.kind = FAULT_NONE;
@@ -48,7 +48,7 @@ int mca_btl_devmem_fault_init(void)
         }
     }
     opal_output(0, "btl:devmem: btl_devmem_fault \"%s\" is none of bad-type, too-long, "
-                "truncated", c->fault);
+                "truncated, push-cut", c->fault);
     return OPAL_ERR_BAD_PARAM;
 }
 
@@ -60,11 +60,25 @@ int mca_btl_devmem_fault_frame(int sd, opal_list_t *queue)
 
     /* only a SEND frame not started yet: a spoiled header must be the next thing on the wire */
     if (0 != frag->iov_idx || 0 == frag->iov_cnt || frag->iov[0].iov_base != &frag->hdr
-        || MCA_BTL_DEVMEM_HDR_SEND != frag->hdr.type || fault.countdown-- > 0) {
+        || MCA_BTL_DEVMEM_HDR_SEND != frag->hdr.type
+        || (FAULT_PUSH_CUT == fault.kind && !(frag->hdr.flags & MCA_BTL_DEVMEM_FLAG_PUSH_NEXT))
+        || fault.countdown-- > 0) {
         return 0;
     }
     mca_btl_devmem_fault_armed = false;
     switch (fault.kind) {
+    case FAULT_PUSH_CUT: {
+        /* a rendezvous header announcing its push, whole, then the end of the connection
+         * where the push should follow: the peer's get waits for bytes that never come */
+        struct msghdr msg = {.msg_iov = frag->iov, .msg_iovlen = frag->iov_cnt};
+
+        (void) sendmsg(sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void) shutdown(sd, SHUT_RDWR);
+        opal_output(0, "btl:devmem: fault injection: a header announcing a push, then the "
+                    "connection shut");
+        sleep(3);
+        return -EPIPE;
+    }
     case FAULT_BAD_TYPE:
         frag->hdr.type = 0x7f;
         break;
