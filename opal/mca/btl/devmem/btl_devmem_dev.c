@@ -321,7 +321,9 @@ static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_
     int rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, want, fd,
                                    d->listen_fd, &reply, &e);
 
-    if (0 != rc && want > 1 && mca_btl_devmem_component.rx_queues < 0 && -EPERM != rc) {
+    /* a refused descriptor (-EBADF: the stand-in of helper_probe_nic) is not the count */
+    if (0 != rc && want > 1 && mca_btl_devmem_component.rx_queues < 0 && -EPERM != rc
+        && -EBADF != rc) {
         DEVMEM_VERBOSE(1, "devmem-helperd refused %u RX queues on %s (%s): asking for one",
                        want, d->module->itf.name, e.msg);
         rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, 1, fd,

@@ -41,8 +41,9 @@ int mca_btl_devmem_fault_init(void)
                 fault.kind = kinds[i].kind;
                 fault.countdown = c->fault_after > 0 ? c->fault_after : 0;
                 mca_btl_devmem_fault_armed = true;
-                opal_output(0, "btl:devmem: fault injection armed: %s after %d sends",
-                            kinds[i].name, fault.countdown);
+                opal_output(0, "btl:devmem: fault injection armed: %s after %d %ssends",
+                            kinds[i].name, fault.countdown,
+                            FAULT_PUSH_CUT == kinds[i].kind ? "push-announcing " : "");
             }
             return OPAL_SUCCESS;
         }

@@ -51,7 +51,9 @@ bool mca_btl_devmem_convertor_is_device(const struct opal_convertor_t *convertor
 #if BTL_VERSION >= 330
     /* a second driver query per message would cost a GPU application's small host sends
      * a few hundred nanoseconds each */
-    if (mca_btl_devmem_component.accel_cuda && !(convertor->flags & CONVERTOR_ACCELERATOR)) {
+    /* MPI_BOTTOM (no base buffer) is the one case Open MPI never checks: ask ourselves */
+    if (mca_btl_devmem_component.accel_cuda && NULL != convertor->pBaseBuf
+        && !(convertor->flags & CONVERTOR_ACCELERATOR)) {
         return false;
     }
 #endif

@@ -481,7 +481,9 @@ int devmem_cuda_ptr_query(const void *ptr, struct devmem_cuda_ptr *info, struct 
     cu_result res;
     int rc;
 
-    if (!devmem_cuda_in_process()) {
+    /* no driver in the process, or one that failed to start here (no device visible):
+     * either way no device memory can exist */
+    if (!devmem_cuda_in_process() || __atomic_load_n(&cuda.state, __ATOMIC_ACQUIRE) < 0) {
         return 0;
     }
     /* Never cuInit here: once the driver is started, every pointer question, Open MPI's
@@ -534,7 +536,7 @@ int devmem_cuda_alloc(int ordinal, size_t size, uint64_t *addr, struct devmem_er
 
 void devmem_cuda_free(int ordinal, uint64_t addr)
 {
-    if (1 == cuda.state && 0 == ctx_enter(ordinal, NULL)) {
+    if (1 == __atomic_load_n(&cuda.state, __ATOMIC_ACQUIRE) && 0 == ctx_enter(ordinal, NULL)) {
         (void) cuda.mem_free((cu_deviceptr) addr);
         ctx_leave();
     }
