@@ -34,37 +34,30 @@ netns_add_link "$second" 192.0.2.101 192.0.2.102
 limit=$DEVMEM_MPI_LIMIT
 pp=$DEVMEM_MPI_BIN/pingpong
 
-# the stand-in's lines of one run: "pid cuInit=N cuPointerGetAttributes=M", one per rank
-expect_log() {
-    local log=$1 what=$2 ranks inits queries
+# the stand-in's lines of one run: "pid cuInit=N cuPointerGetAttributes=M", one per rank.
+# WANT: unstarted (cuInit 0 and pointers asked about in each rank) or started (cuInit > 0).
+expect_log() { # LOG WANT LABEL
+    local log=$1 want=$2 what=$3 ranks inits queries
     ranks=$(grep -c 'cuInit=' "$log" 2>/dev/null)
     inits=$(grep -o 'cuInit=[0-9]*' "$log" 2>/dev/null | cut -d= -f2 | tr '\n' ' ')
     queries=$(grep -o 'cuPointerGetAttributes=[0-9]*' "$log" 2>/dev/null | cut -d= -f2 | tr '\n' ' ')
     if [ "${ranks:-0}" -ne 2 ]; then
         devmem_step_fail "$what: the stand-in driver reported from ${ranks:-0} of 2 ranks"
-        return
+    elif [ "$want" = unstarted ] && [ -z "$(echo $inits | tr -d ' 0')" ] &&
+        ! echo " $queries " | grep -q ' 0 '; then
+        devmem_step_ok "$what: cuInit $inits, pointer queries $queries"
+    elif [ "$want" = started ] && ! echo " $inits " | grep -q ' 0 '; then
+        devmem_step_ok "$what: cuInit $inits"
+    else
+        devmem_step_fail "$what: cuInit $inits, pointer queries $queries (want the driver $want)"
     fi
-    case $what in
-    *"never started"*)
-        if [ -z "$(echo $inits | tr -d ' 0')" ] && ! echo " $queries " | grep -q ' 0 '; then
-            devmem_step_ok "$what: cuInit $inits, pointer queries $queries"
-        else
-            devmem_step_fail "$what: cuInit $inits, pointer queries $queries (want cuInit 0 0, queries > 0)"
-        fi ;;
-    *)
-        if ! echo " $inits " | grep -q ' 0 '; then
-            devmem_step_ok "$what: cuInit $inits"
-        else
-            devmem_step_fail "$what: cuInit $inits (want > 0 in each rank)"
-        fi ;;
-    esac
 }
 
 log=$DEVMEM_TEST_TMP/fakecuda-real.log
 if devmem_run_checked "real kernel, stand-in driver loaded" pingpong 2 "$limit" \
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_kernel real \
     --mca btl_devmem_mode auto -x LD_PRELOAD="$fake" -x FAKE_CUDA_LOG="$log" "$pp" -m 1M; then
-    expect_log "$log" "no NIC for the device path: driver never started"
+    expect_log "$log" unstarted "no NIC for the device path: driver never started"
 fi
 
 NETNS_BTL_IF=$NETNS_LINK,$second
@@ -74,7 +67,7 @@ if devmem_run_checked "real kernel, two NICs, stand-in driver loaded" pingpong 2
     --mca btl_devmem_verbose 1 -x LD_PRELOAD="$fake" -x FAKE_CUDA_LOG="$log" "$pp" -m 1M; then
     devmem_expect_line "$DEVMEM_LAST_OUT" "device path off on $second \(real kernel\): .*bind-rx" \
         "the second NIC says the kernel's reason"
-    expect_log "$log" "two NICs, none for the device path: driver never started"
+    expect_log "$log" unstarted "two NICs, none for the device path: driver never started"
 fi
 
 log=$DEVMEM_TEST_TMP/fakecuda-emul.log
@@ -82,6 +75,6 @@ if devmem_run_checked "emulated kernel, GPU pool, stand-in driver loaded" pingpo
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_kernel emulated \
     --mca btl_devmem_mode auto --mca btl_devmem_rx_provider cuda -x LD_PRELOAD="$fake" \
     -x FAKE_CUDA_LOG="$log" "$pp" -m 1M; then
-    expect_log "$log" "a GPU pool asked for: driver started"
+    expect_log "$log" started "a GPU pool asked for: driver started"
 fi
 devmem_finish
