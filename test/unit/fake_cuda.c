@@ -6,6 +6,10 @@
  * after it, every pointer is host memory except one range a test may declare device memory
  * (fake_cuda_device_range). Everything else fails with CUDA_ERROR_NO_DEVICE.
  *
+ * Built with -DFAKE_CUDA_BEFORE_11_7 it is a driver older than CUDA 11.7: no
+ * cuMemGetHandleForAddressRange, so no dmabuf export. fake_cuda_devices(n) makes n devices
+ * visible after cuInit (none by default).
+ *
  * FAKE_CUDA_LOG=FILE: at exit, append "pid cuInit=N cuPointerGetAttributes=M" to FILE (the
  * MPI test reads what each rank asked).
  */
@@ -22,7 +26,7 @@
 #define ATTR_MEMORY_TYPE 2
 #define ATTR_DEVICE_ORDINAL 9
 
-static int initialised;
+static int initialised, ndevices;
 static unsigned long init_calls, attr_calls;
 static uintptr_t dev_base, dev_len;
 
@@ -38,6 +42,11 @@ void fake_cuda_device_range(const void *base, size_t len)
     dev_len = len;
 }
 
+void fake_cuda_devices(int n)
+{
+    ndevices = n;
+}
+
 int cuInit(unsigned int flags)
 {
     (void) flags;
@@ -51,7 +60,7 @@ int cuDeviceGetCount(int *n)
     if (!initialised) {
         return NOT_INITIALIZED;
     }
-    *n = 0;
+    *n = ndevices;
     return 0;
 }
 
@@ -109,7 +118,9 @@ NO_DEVICE_FN(cuEventDestroy_v2)
 NO_DEVICE_FN(cuModuleLoadData)
 NO_DEVICE_FN(cuModuleGetFunction)
 NO_DEVICE_FN(cuLaunchKernel)
+#ifndef FAKE_CUDA_BEFORE_11_7
 NO_DEVICE_FN(cuMemGetHandleForAddressRange)
+#endif
 
 __attribute__((destructor)) static void report(void)
 {

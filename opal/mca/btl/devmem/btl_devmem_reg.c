@@ -35,6 +35,14 @@ bool mca_btl_devmem_mem_is_device(const void *ptr, int *ordinal)
     int rc = devmem_cuda_ptr_query(ptr, &info, &e);
 
     if (rc < 0) {
+        static int said;
+
+        /* said once for everyone: should the buffer be device memory after all, the crash
+         * or the wrong bytes that follow need this line to be understood */
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+            opal_output(0, "btl:devmem: cannot tell whether %p is GPU memory, so it and "
+                           "any such buffer are taken for host memory: %s", ptr, e.msg);
+        }
         DEVMEM_VERBOSE(1, "cannot tell what memory %p is, taking it for host memory: %s", ptr,
                        e.msg);
         return false;

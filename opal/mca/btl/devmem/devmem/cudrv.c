@@ -14,6 +14,7 @@
 #include <link.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -176,10 +177,10 @@ static const char *cu_str(cu_result res)
     return "unknown CUDA error";
 }
 
-static int cuda_sym(void **fn, const char *name)
+static int cuda_sym(void **fn, const char *name, bool optional)
 {
     *fn = dlsym(cuda.lib, name);
-    if (NULL == *fn) {
+    if (NULL == *fn && !optional) {
         snprintf(cuda.why, sizeof(cuda.why), "cuda: libcuda.so.1 lacks %s (driver too old?)",
                  name);
         return -ENOSYS;
@@ -192,8 +193,9 @@ static int cuda_syms(void)
     static const struct {
         size_t off;
         const char *name;
+        bool optional;
     } syms[] = {
-#define SYM(field, name) { offsetof(__typeof__(cuda), field), name }
+#define SYM(field, name) { offsetof(__typeof__(cuda), field), name, false }
         SYM(init, "cuInit"),
         SYM(device_get_count, "cuDeviceGetCount"),
         SYM(device_get, "cuDeviceGet"),
@@ -219,14 +221,17 @@ static int cuda_syms(void)
         SYM(module_get_function, "cuModuleGetFunction"),
         SYM(launch_kernel, "cuLaunchKernel"),
         SYM(pointer_get_attributes, "cuPointerGetAttributes"),
-        SYM(get_handle, "cuMemGetHandleForAddressRange"),
         SYM(get_error_string, "cuGetErrorString"),
+        /* CUDA 11.7 on: without it there is no device path, but pointers must still be
+         * told apart, or device buffers would be read as host memory */
+        { offsetof(__typeof__(cuda), get_handle), "cuMemGetHandleForAddressRange", true },
 #undef SYM
     };
 
-    /* Every entry point must be there before we call any. */
+    /* Every required entry point must be there before we call any. */
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-        int rc = cuda_sym((void **) ((char *) &cuda + syms[i].off), syms[i].name);
+        int rc = cuda_sym((void **) ((char *) &cuda + syms[i].off), syms[i].name,
+                          syms[i].optional);
         if (0 != rc) {
             return rc;
         }
@@ -412,6 +417,12 @@ int devmem_cuda_dmabuf_supported(int ordinal, struct devmem_err *err)
         return devmem_err_set(err, EINVAL, "cuda: device %d does not exist (%d visible)",
                               ordinal, cuda.ndev);
     }
+    if (NULL == cuda.get_handle) {
+        return devmem_err_set(err, EOPNOTSUPP,
+                              "cuda: this NVIDIA driver cannot export dmabufs (libcuda.so.1 "
+                              "lacks cuMemGetHandleForAddressRange: needs a driver for CUDA "
+                              "11.7 or later)");
+    }
     if (0 == cuda.dev[ordinal].dmabuf_ok) {
         cuda.dev[ordinal].dmabuf_ok = -1;
         if (CU_SUCCESS == cuda.device_get(&dev, ordinal)
@@ -549,6 +560,10 @@ int devmem_cuda_export_dmabuf(int ordinal, uint64_t addr, size_t len, int *fd,
     int rc;
 
     *fd = -1;
+    if (NULL == cuda.get_handle) {
+        return devmem_err_set(err, EOPNOTSUPP, "cuda: libcuda.so.1 lacks "
+                              "cuMemGetHandleForAddressRange (needs CUDA 11.7 or later)");
+    }
     if (0 != (rc = ctx_enter(ordinal, err))) {
         return rc;
     }
