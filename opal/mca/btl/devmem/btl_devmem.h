@@ -185,6 +185,8 @@ typedef struct mca_btl_devmem_component_t {
     uint64_t secret;                             /* ours; published in the modex */
     opal_list_t pending_accepts;                 /* sockets still in the handshake */
     uint64_t activity;                           /* events on our sockets (progress.c) */
+    int window_gets;                             /* gets waiting for their answer */
+    int window_writers;                          /* connections blocked on several frames */
 
     opal_free_list_t frags_eager; /* payload up to eager_limit */
     opal_free_list_t frags_max;   /* payload up to max_send_size */

@@ -299,18 +299,25 @@ static int component_register(void)
             OPAL_INFO_LVL_5, &c->idle_yield_us);
     c->idle_block_us = 1000;
     reg_int("idle_block_us",
-            "Once two yields in a row show that another task runs on the core of a rank "
-            "bound to one CPU (typically the peer it waits for), the waiting rank hands the "
-            "core over at every quiet progress call: by sleeping until one of its sockets is "
-            "ready, for at most this many microseconds at a time (only inside a wait loop; "
-            "what other components, e.g. shared memory, deliver meanwhile waits that long at "
-            "most). 0: by yielding instead. Measured at 1 MiB between two ranks bound to one "
-            "CPU: sleeps 1.4 times as fast over a veth, yields 1.4 times as fast over loopback "
-            "(oversubscribed ranks of one node: try 0)",
+            "Longest sleep of a waiting rank on its sockets, which hands its core over until "
+            "one of them is ready (only inside a wait loop). A rank bound to one CPU sleeps "
+            "at every quiet progress call once two yields in a row show that another task "
+            "runs on its core (typically the peer it waits for); what other components, e.g. "
+            "shared memory, deliver meanwhile waits that long at most. A rank the scheduler "
+            "may move, with every peer on this BTL or self, sleeps after idle_yield_us of "
+            "quiet while an unrelated task wants its core and several transfers are under "
+            "way (gets not yet answered, a full socket with frames queued), rather than spin "
+            "against that task for whole time slices (beside two busy processes over a veth: "
+            "4 MiB bandwidth 2 times as fast). 0: never sleep; yield instead, and let "
+            "idle_adapt choose between yielding and spinning for ranks the scheduler may move. "
+            "Measured at 1 MiB between "
+            "two ranks bound to one CPU: sleeps 1.4 times as fast over a veth, yields 1.4 "
+            "times as fast over loopback (oversubscribed ranks of one node: try 0)",
             OPAL_INFO_LVL_5, &c->idle_block_us);
     c->idle_adapt = true;
     reg_bool("idle_adapt",
-             "While another task wants a waiting rank's core, time its waits and keep "
+             "While another task wants the core of a waiting rank that does not sleep on "
+             "its sockets for it (see idle_block_us), time its waits and keep "
              "whichever way makes them shorter: handing the core over as above (best when "
              "that task is the peer it waits for) or spinning for up to idle_spin_us first "
              "(best when it is an unrelated busy process, to which a yield gives a whole time "

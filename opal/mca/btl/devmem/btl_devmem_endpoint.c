@@ -56,7 +56,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
     ep->rget = NULL;
     ep->in_recv = false;
-    ep->tx_corked = ep->tx_cork_queued = false;
+    ep->tx_corked = ep->tx_cork_queued = ep->tx_window = false;
     ep->fail_pending = false;
     ep->next_get_id = 1;
     ep->push_out = NULL;
@@ -112,6 +112,10 @@ static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
 {
     (void) mca_btl_devmem_watch_set(&ep->watch, 0);
+    if (ep->tx_window) {
+        ep->tx_window = false;
+        mca_btl_devmem_progress_writer(false);
+    }
     if (ep->conn_counted) {
         mca_btl_devmem_progress_conn_down();
         ep->conn_counted = false;
@@ -278,6 +282,7 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     }
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
+    mca_btl_devmem_progress_gets(-(int) opal_list_get_size(&ep->pending_gets));
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
@@ -341,12 +346,17 @@ static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
  */
 static int send_progress_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *done)
 {
-    bool blocked = false;
+    bool blocked = false, window;
     int rc = mca_btl_devmem_frag_queue_write(ep->sd, &ep->send_queue, ep->module->write_chunk,
                                              ep->module->write_ramp, done, &blocked);
 
     if (0 == rc) {
         rc = send_event_set(ep, blocked);
+    }
+    window = blocked && opal_list_get_size(&ep->send_queue) > 1;
+    if (window != ep->tx_window) {
+        ep->tx_window = window;
+        mca_btl_devmem_progress_writer(window);
     }
     return rc;
 }
@@ -708,7 +718,7 @@ static void tx_uncork(mca_btl_devmem_endpoint_t *ep)
     corked_ep = NULL;
     OPAL_THREAD_LOCK(&ep->lock);
     held = ep->tx_cork_queued;
-    ep->tx_corked = ep->tx_cork_queued = false;
+    ep->tx_corked = ep->tx_cork_queued = ep->tx_window = false;
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (held) {
         send_progress(ep);

@@ -50,6 +50,8 @@ struct mca_btl_base_endpoint_t {
     bool tx_corked;                /* under lock: the frames of a read are being dispatched;
                                     * what is sent meanwhile waits for their end */
     bool tx_cork_queued;           /* under lock: something waits for that end */
+    bool tx_window;                /* under lock: the socket is full, more than one frame
+                                    * queued (counted in progress.h's window) */
 
     /* a failure found by a thread that could not take the dispatch lock: the dispatcher
      * completes it on its next turn (btl_devmem_endpoint.c, ep_fail) */

@@ -23,17 +23,26 @@
  * so that the peer gets the core at once and the answer wakes us (pinned 1+1 ranks over a
  * veth: 1 MiB in 1.0 ms instead of 1.4-1.5 with yields), or, with idle_block_us 0, it yields
  * at every quiet call (over loopback the faster way at 256 KiB and up: a sleeper's wake-up
- * preempts the sending peer at every segment). A rank the scheduler may move stays with
- * yields after idle_yield_us: there the wake-up of a sleeper cost twice the latency. It only
- * sleeps inside a wait loop (back-to-back progress calls), never in a lone MPI_Test between
- * computations.
+ * preempts the sending peer at every segment). It only sleeps inside a wait loop
+ * (back-to-back progress calls), never in a lone MPI_Test between computations.
+ *
+ * A rank the scheduler may move, on a node with a CPU for each of its ranks, and with no BTL
+ * but ours and self, sleeps on its sockets too, after idle_yield_us of quiet, while another
+ * task wants its core and the wait began inside a window of transfers (several gets asked
+ * and not yet answered, or a full socket with frames queued behind it). That task is not
+ * the peer (the load balancer parts tasks that both run), and spinning against it shares the
+ * core in whole time slices: beside busy processes over a veth the sleeper's bandwidth is
+ * 1.5-2 times the spinner's. Waits between single messages (a ping-pong) stay as chosen
+ * below, where a wake-up would cost more than it saves. With another BTL (shared memory) in
+ * the job, which delivers unseen by our poll, such a rank yields or spins as chosen below.
  *
  * All of that is right when the task beside us is the peer, and wrong when it is a busy
  * process of no concern to us: a yield gives it a whole slice, a sleep costs a wake-up, and
  * the answer comes from another core anyway. With btl_devmem_idle_adapt, the waits on a
- * contended core are timed and btl_devmem_waitway.h picks the faster way: hand over as above,
- * or spin (a rank bound to one CPU for at most btl_devmem_idle_spin_us, then hand over all
- * the same; one the scheduler may move for as long as it waits).
+ * contended core of a rank that does not sleep for it are timed and btl_devmem_waitway.h
+ * picks the faster way: hand over as above, or spin (a rank bound to one CPU for at most
+ * btl_devmem_idle_spin_us, then hand over all the same; one the scheduler may move for as
+ * long as it waits).
  *
  * Open MPI's mpi_yield_when_idle yields after every progress call that reports no event,
  * beside a busy process a whole slice each time. With btl_devmem_idle_own, while we have
@@ -51,6 +60,20 @@ BEGIN_C_DECLS
 static inline void mca_btl_devmem_progress_activity(void)
 {
     (void) __atomic_fetch_add(&mca_btl_devmem_component.activity, 1, __ATOMIC_RELAXED);
+}
+
+/* A window of transfers under way, during which a waiting rank may sleep on a contended
+ * core (progress.c): gets asked and not yet answered (n added or, negative, removed), and
+ * connections whose socket is full with more than one frame still queued. */
+static inline void mca_btl_devmem_progress_gets(int n)
+{
+    (void) __atomic_fetch_add(&mca_btl_devmem_component.window_gets, n, __ATOMIC_RELAXED);
+}
+
+static inline void mca_btl_devmem_progress_writer(bool blocked)
+{
+    (void) __atomic_fetch_add(&mca_btl_devmem_component.window_writers, blocked ? 1 : -1,
+                              __ATOMIC_RELAXED);
 }
 
 /* A connection's events start or stop being polled: yields only happen while some are. */

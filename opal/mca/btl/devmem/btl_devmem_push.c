@@ -14,6 +14,7 @@
 #include "opal/util/proc.h"
 
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_progress.h"
 #include "btl_devmem_push.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_tsan.h"
@@ -297,6 +298,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep
     get->push_pending = false;
     if (get->resp_done) {
         opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
+        mca_btl_devmem_progress_gets(-1);
         done = get;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);

@@ -14,6 +14,7 @@
 
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_devflow.h"
+#include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
 
 /* What put and get fragments both carry: the local side and whom to tell. */
@@ -100,6 +101,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         req->hdr.addr += pushed;
         req->hdr.size -= pushed;
         opal_list_append(&ep->pending_gets, &get->base.super.super);
+        mca_btl_devmem_progress_gets(1);
         if (host_stays) {
             mca_btl_devmem_component.stats.host_gets_control++;
         } else if (NULL != ep->module->dev) {
@@ -301,6 +303,7 @@ void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
         return;
     }
     opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
+    mca_btl_devmem_progress_gets(-1);
     OPAL_THREAD_UNLOCK(&ep->lock);
     mca_btl_devmem_rdma_get_finish(ep, get);
 }
