@@ -293,7 +293,8 @@ static int component_register(void)
             "A rank waiting in MPI yields the CPU at every progress call once this "
             "component's connections have been quiet for this many microseconds and another "
             "task wants its core (ranks sharing a core otherwise take turns of a whole time "
-            "slice, 4 ms per message); a rank alone on its core keeps spinning. 0: yield at "
+            "slice, 4 ms per message); a rank alone on its core keeps spinning. Ranks of an "
+            "oversubscribed node (more ranks than CPUs) yield at once. 0: yield at "
             "once when quiet, -1: never (spin like the TCP BTL). With mpi_yield_when_idle, Open "
             "MPI's yields decide instead unless btl_devmem_idle_own",
             OPAL_INFO_LVL_5, &c->idle_yield_us);
