@@ -102,8 +102,9 @@ static bool bound_to_one_cpu(uint64_t now)
 
 /* More ranks of the job on this node than CPUs this rank may run on (Open MPI's
  * oversubscribed case, where it asks ranks to yield): whatever shares our CPU is most likely
- * a peer, and the rank hands over without trying to spin. Trying cost hpcc, 4 ranks on the
- * 2-core VM, a 200-340 us ring latency against 29 us with handing over only (btl/tcp: 35).
+ * a peer, and the rank hands over at its first quiet call, never trying to spin. Trying cost
+ * hpcc, 4 ranks on the 2-core VM, a 200-340 us ring latency against 29 us with handing over
+ * only (btl/tcp: 35).
  * Only for a rank that may run on several CPUs: one bound to a single CPU (Open MPI's
  * default for a few ranks) counts one CPU whatever the node has, and taking that for
  * oversubscription made two bound ranks beside one busy process hand over at every wait
