@@ -50,6 +50,18 @@ run_window() { # LABEL BTL-LIST [MCA...]
 
 sum() { devmem_stat_sum "$DEVMEM_LAST_OUT" "$1" || echo missing; }
 
+# the window's counts come back to 0 once every transfer is done (a leak would make every
+# later wait look like one inside a window)
+expect_window_closed() {
+    local gets writers
+    gets=$(sum window_gets) writers=$(sum window_writers)
+    if [ "$gets" = 0 ] && [ "$writers" = 0 ]; then
+        devmem_step_ok "$1: the window closed (window_gets 0, window_writers 0 at the end)"
+    else
+        devmem_step_fail "$1: window_gets $gets, window_writers $writers at the end (want 0)"
+    fi
+}
+
 if run_window "messages in flight beside busy processes, devmem,self" devmem,self; then
     blocks=$(sum idle_blocks)
     if [[ "$blocks" =~ ^[0-9]+$ ]] && [ "$blocks" -gt 0 ]; then
@@ -58,6 +70,7 @@ if run_window "messages in flight beside busy processes, devmem,self" devmem,sel
         devmem_step_fail "waiting ranks never slept on their sockets beside busy processes" \
             "(idle_blocks $blocks)"
     fi
+    expect_window_closed "devmem,self"
 fi
 
 if [ -z "$shm" ]; then
@@ -71,5 +84,6 @@ elif run_window "messages in flight beside busy processes, devmem,$shm,self ($sh
         devmem_step_fail "with $shm in the list: idle_blocks $blocks (want 0), tx_frags $frags" \
             "(want > 0: the traffic must be ours)"
     fi
+    expect_window_closed "devmem,$shm,self"
 fi
 devmem_finish

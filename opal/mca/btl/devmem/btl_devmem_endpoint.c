@@ -718,7 +718,7 @@ static void tx_uncork(mca_btl_devmem_endpoint_t *ep)
     corked_ep = NULL;
     OPAL_THREAD_LOCK(&ep->lock);
     held = ep->tx_cork_queued;
-    ep->tx_corked = ep->tx_cork_queued = ep->tx_window = false;
+    ep->tx_corked = ep->tx_cork_queued = false;
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (held) {
         send_progress(ep);

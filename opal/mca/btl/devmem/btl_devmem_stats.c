@@ -61,6 +61,13 @@ static uint64_t derived(int index)
         }
         return n;
     }
+    /* the idle policy's window (progress.h): both must come back to 0 */
+    if (MCA_BTL_DEVMEM_STAT_window_gets == index) {
+        return (uint64_t) __atomic_load_n(&c->window_gets, __ATOMIC_RELAXED);
+    }
+    if (MCA_BTL_DEVMEM_STAT_window_writers == index) {
+        return (uint64_t) __atomic_load_n(&c->window_writers, __ATOMIC_RELAXED);
+    }
     if (MCA_BTL_DEVMEM_STAT_emul_pool_limited == index) {
         struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
         struct devmem_emul_stats es = {0};

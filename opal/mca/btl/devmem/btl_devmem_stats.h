@@ -61,10 +61,12 @@
     X(dev_staged, COUNTER, "device-memory bytes copied through host memory")                 \
     X(gets_inflight_max, HIGHWATER, "most gets or chunks outstanding on one device-flow lane") \
     X(idle_yields, COUNTER, "times a waiting rank gave its core away (sched_yield)")         \
-    X(idle_blocks, COUNTER, "sleeps of a waiting rank on its sockets, on a shared core")     \
+    X(idle_blocks, COUNTER, "sleeps of a waiting rank on its sockets (shared core, window)") \
     X(idle_waits_timed, COUNTER, "waits timed on a contended core, to choose the way to wait") \
     X(idle_way_tries, COUNTER, "epochs of waits that tried the other way (spin or hand over)") \
-    X(idle_way_switches, COUNTER, "tries that won: the waiting rank changed its way to wait")
+    X(idle_way_switches, COUNTER, "tries that won: the waiting rank changed its way to wait") \
+    X(window_gets, DERIVED, "gets asked and not yet answered, now (0 once all are)")        \
+    X(window_writers, DERIVED, "connections whose full socket holds more than a frame, now")
 
 /* key indices, in the line's order */
 enum {
