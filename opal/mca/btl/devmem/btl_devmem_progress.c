@@ -154,7 +154,7 @@ static bool sockets_see_everything(void)
  * rank sleeps on its sockets once the wait is quiet: the other task gets the core only while
  * we have nothing to do, and the next segment wakes us ahead of it, as the scheduler favours
  * a task that slept. Spinning shares the core with it in whole time slices. Two busy
- * processes beside two ranks over a veth: 4 MiB bandwidth 1.1 GB/s against 0.54 spinning
+ * processes beside two ranks over a veth: 4 MiB bandwidth 1.09 GB/s against 0.50 spinning
  * (btl/tcp 0.74). A ping-pong has no window and keeps the adaptive choice below: sleeping
  * there cost 8 B messages a wake-up (20 us against 5 beside one busy process), and sleeping
  * after every transfer of bulk size turned 256 KiB ping-pongs bimodal (0.2 or 3 ms: a rank
