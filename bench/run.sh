@@ -212,10 +212,12 @@ run_raw() {
     if [ "$where" = pinned ]; then # both ends on core 0, like the pinned ranks
         sns+=(taskset -c 0) cns+=(taskset -c 0)
     fi
+    # the redirection below happens in the child: the last run's port must not be read first
+    rm -f "$srv"
     timeout 900 "${sns[@]}" "$TCPB" -l -a "$addr" -p 0 >"$srv" 2>&1 &
     spid=$!
     for _ in $(seq 50); do
-        port=$(sed -n 's/.* port \([0-9]*\)$/\1/p' "$srv")
+        port=$(sed -n 's/.* port \([0-9]*\)$/\1/p' "$srv" 2>/dev/null)
         [ -n "$port" ] && break
         sleep 0.1
     done
@@ -224,8 +226,11 @@ run_raw() {
         kill "$spid" 2>/dev/null
         return
     fi
-    timeout 900 "${cns[@]}" "$TCPB" -c "$addr" -p "$port" -t "$kind" -m "$mode" -s "$sizes" \
-        -x "$scale" -T "$limit" >"$f" 2>&1 || echo "bench: raw TCP $mode $kind failed, see $log"
+    if ! timeout 900 "${cns[@]}" "$TCPB" -c "$addr" -p "$port" -t "$kind" -m "$mode" \
+        -s "$sizes" -x "$scale" -T "$limit" >"$f" 2>&1; then
+        echo "bench: raw TCP $mode $kind failed, see $log"
+        kill "$spid" 2>/dev/null # it would wait out its timeout for a client gone
+    fi
     wait "$spid" 2>/dev/null
     cat "$f" >>"$log"
     # raw TCP has no yield setting: its rows count for both
