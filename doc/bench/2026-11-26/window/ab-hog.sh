@@ -8,7 +8,7 @@
 #   "new=devmem:" "spin=devmem:btl_devmem_idle_yield_us -1" "tcp=tcp:"
 #   "old=devmem:mca_base_component_path OTHER-BUILD/install/lib/openmpi:OMPI-PKGLIBDIR"
 # Env: SCALE, LIMIT (mpi_bench -x, -T), YIELD (mpi_yield_when_idle), DEBUG=1 (output kept in
-# $DEBUG_OUT), LOBIND (--bind-to for WHERE=lo). Needs root (namespaces).
+# $DEBUG_OUT), LOBIND (--bind-to for WHERE=lo), BIND (--bind-to for ns; core: the pinned setting). Needs root (namespaces).
 set -u
 cd "$(dirname "$0")/../../../.."
 export DEVMEM_BUILD=${DEVMEM_BUILD:-$PWD/build}
@@ -33,7 +33,7 @@ for r in $(seq "$rounds"); do
       DEVMEM_MCA_ARGS=("${DEVMEM_MCA_ARGS[@]/$NETNS_LINK/lo}")
       out=$(timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 ${LOBIND:+--bind-to $LOBIND} --mca mpi_yield_when_idle ${YIELD:-0} "${DEVMEM_MCA_ARGS[@]}" "$MPIB" -t "$kind" -s "$sizes" -x ${SCALE:-1} -T ${LIMIT:-1} 2>&1)
     else
-    out=$(DEVMEM_BTL_NAME= NETNS_YIELD=${YIELD:-0} NETNS_BIND=none netns_mpirun 300 1 1 "$MPIB" -t "$kind" -s "$sizes" -x ${SCALE:-1} -T ${LIMIT:-1} 2>&1); fi; [ -n "${DEBUG:-}" ] && echo "$out" | grep -v "^#" >> ${DEBUG_OUT:-/tmp/ab-hog-debug.out}
+    out=$(DEVMEM_BTL_NAME= NETNS_YIELD=${YIELD:-0} NETNS_BIND=${BIND:-none} netns_mpirun 300 1 1 "$MPIB" -t "$kind" -s "$sizes" -x ${SCALE:-1} -T ${LIMIT:-1} 2>&1); fi; [ -n "${DEBUG:-}" ] && echo "$out" | grep -v "^#" >> ${DEBUG_OUT:-/tmp/ab-hog-debug.out}
     echo "$out" | awk -v n="$name" -v r="$r" '$1 ~ /^(lat|bw|bibw|rate)$/ {split($3,u,"="); split($4,b,"="); print r, n, $2, u[2], b[2]}'
   done
 done
