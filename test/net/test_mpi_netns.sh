@@ -32,10 +32,10 @@ fi
 
 # 2. the MPI programs, with checked data
 before=$(netns_link_bytes)
-run() { # PROG NA NB PROG-ARGS...
+run() { # PROG NA NB PROG-ARGS...; $tag, when set, ends the step's name
     local prog=$1 na=$2 nb=$3
     shift 3
-    devmem_run_checked "$prog $na+$nb ranks${*:+ $*}" "$prog" $((na + nb)) "$limit" \
+    devmem_run_checked "$prog $na+$nb ranks${*:+ $*}${tag:+, $tag}" "$prog" $((na + nb)) "$limit" \
         netns_mpirun "$limit" "$na" "$nb" "$DEVMEM_MPI_BIN/$prog" "$@"
 }
 run pingpong 1 1 -m 16M
@@ -49,7 +49,13 @@ if [ "$DEVMEM_BTL_NAME" = devmem ]; then
     # the same across hosts with the epoll backend of the socket set (btl_devmem_poll_max 0)
     mca_saved=("${DEVMEM_MCA_ARGS[@]}")
     DEVMEM_MCA_ARGS+=(--mca btl_devmem_poll_max 0)
-    run collectives 2 2 -m 2M
+    tag=epoll run collectives 2 2 -m 2M
+    # a burst's send calls ramped up from 64 KiB in 128 KiB pieces (off by default; the
+    # calls then end inside frames: btl_devmem_write_ramp, _write_chunk)
+    DEVMEM_MCA_ARGS=("${mca_saved[@]}" --mca btl_devmem_write_ramp 65536
+        --mca btl_devmem_write_chunk 131072)
+    tag="ramped send calls" run pingpong 1 1 -m 4M
+    tag="ramped send calls" run nonblocking 2 2 -n 100 -m 256k
     DEVMEM_MCA_ARGS=("${mca_saved[@]}")
 fi
 after=$(netns_link_bytes)

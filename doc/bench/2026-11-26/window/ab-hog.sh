@@ -8,7 +8,8 @@
 #   "new=devmem:" "spin=devmem:btl_devmem_idle_yield_us -1" "tcp=tcp:"
 #   "old=devmem:mca_base_component_path OTHER-BUILD/install/lib/openmpi:OMPI-PKGLIBDIR"
 # Env: SCALE, LIMIT (mpi_bench -x, -T), YIELD (mpi_yield_when_idle), DEBUG=1 (output kept in
-# $DEBUG_OUT), LOBIND (--bind-to for WHERE=lo), BIND (--bind-to for ns; core: the pinned setting). Needs root (namespaces).
+# $DEBUG_OUT), LOBIND (--bind-to for WHERE=lo), BIND (--bind-to for ns; core: the pinned setting),
+# SHAPE=tbf (the veth shaped as bench/run.sh's tbf setting). Needs root (namespaces).
 set -u
 cd "$(dirname "$0")/../../../.."
 export DEVMEM_BUILD=${DEVMEM_BUILD:-$PWD/build}
@@ -16,6 +17,7 @@ export DEVMEM_BUILD=${DEVMEM_BUILD:-$PWD/build}
 . test/net/netns.sh
 rounds=$1 kind=$2 sizes=$3 hogs=$4; shift 4
 netns_setup >/dev/null
+[ "${SHAPE:-}" = tbf ] && netns_shape root tbf rate 10gbit burst 4mb latency 10ms >/dev/null
 pids=()
 IFS=, read -r -a hogcpu <<<"${HOGPIN:-}"
 for i in $(seq "$hogs"); do

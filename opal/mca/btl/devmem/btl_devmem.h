@@ -167,7 +167,7 @@ typedef struct mca_btl_devmem_component_t {
     int idle_spin_us;       /* there: quiet microseconds spun before handing over anyway */
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
-    int write_ramp;         /* bytes of a burst's first sendmsg, 0: off, -1: by interface */
+    int write_ramp;         /* bytes of a burst's first sendmsg, 0 or less: off */
     int push;               /* bytes of an RGET pushed behind its header, 0: off (push.h) */
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
