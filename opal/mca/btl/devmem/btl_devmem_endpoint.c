@@ -282,8 +282,7 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     }
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
-    mca_btl_devmem_progress_gets(-(int) opal_list_get_size(&ep->pending_gets));
-    opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->pending_gets);
+    mca_btl_devmem_rdma_pending_take_all(ep, &doomed);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
 

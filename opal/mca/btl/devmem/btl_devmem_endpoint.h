@@ -60,7 +60,8 @@ struct mca_btl_base_endpoint_t {
     int fail_err;
     char fail_why[256];
 
-    /* gets waiting for their GET_RESP (and their push) */
+    /* gets waiting for their GET_RESP (and their push); changed only through
+     * mca_btl_devmem_rdma_pending_*, which keep the idle policy's count of them */
     opal_list_t pending_gets;
     uint64_t next_get_id;
 

@@ -16,6 +16,7 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_push.h"
+#include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_tsan.h"
 
@@ -297,8 +298,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep
     slot_clear(&in->cur);
     get->push_pending = false;
     if (get->resp_done) {
-        opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
-        mca_btl_devmem_progress_gets(-1);
+        mca_btl_devmem_rdma_pending_remove(ep, get);
         done = get;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);

@@ -100,8 +100,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         get->hdr.size -= pushed;
         req->hdr.addr += pushed;
         req->hdr.size -= pushed;
-        opal_list_append(&ep->pending_gets, &get->base.super.super);
-        mca_btl_devmem_progress_gets(1);
+        mca_btl_devmem_rdma_pending_add(ep, get);
         if (host_stays) {
             mca_btl_devmem_component.stats.host_gets_control++;
         } else if (NULL != ep->module->dev) {
@@ -302,8 +301,7 @@ void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
-    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
-    mca_btl_devmem_progress_gets(-1);
+    mca_btl_devmem_rdma_pending_remove(ep, get);
     OPAL_THREAD_UNLOCK(&ep->lock);
     mca_btl_devmem_rdma_get_finish(ep, get);
 }

@@ -9,8 +9,34 @@
 #define MCA_BTL_DEVMEM_RDMA_H
 
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_progress.h"
 
 BEGIN_C_DECLS
+
+/* ep->pending_gets, the gets asked and not yet answered, changes only through these (under
+ * ep->lock), which keep the count the idle policy reads (mca_btl_devmem_progress_gets) in
+ * step with the list. */
+static inline void mca_btl_devmem_rdma_pending_add(mca_btl_devmem_endpoint_t *ep,
+                                                   mca_btl_devmem_frag_t *get)
+{
+    opal_list_append(&ep->pending_gets, &get->base.super.super);
+    mca_btl_devmem_progress_gets(1);
+}
+
+static inline void mca_btl_devmem_rdma_pending_remove(mca_btl_devmem_endpoint_t *ep,
+                                                      mca_btl_devmem_frag_t *get)
+{
+    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
+    mca_btl_devmem_progress_gets(-1);
+}
+
+/* All of them, moved to the end of into (a failed connection's). */
+static inline void mca_btl_devmem_rdma_pending_take_all(mca_btl_devmem_endpoint_t *ep,
+                                                        opal_list_t *into)
+{
+    mca_btl_devmem_progress_gets(-(int) opal_list_get_size(&ep->pending_gets));
+    opal_list_join(into, opal_list_get_end(into), &ep->pending_gets);
+}
 
 /* btl_put and btl_get of the module table. */
 int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
