@@ -366,8 +366,8 @@ static int component_register(void)
             "to 512 KiB; every next call of the burst writes twice as many, up to write_chunk, "
             "so that the receiver may copy out the first piece while the sender copies in the "
             "next. 0 (the default): none. Over a veth, where the receiver's copy runs on the "
-            "sender's CPU, a 64 KiB ramp made 128-512 KiB ping-pongs 1.06-1.16x slower under "
-            "BBR and 1.1-1.5x under CUBIC; it may pay between separate hosts",
+            "sender's CPU, a 64 KiB ramp made 128-512 KiB ping-pongs 1.03-1.15x slower under "
+            "BBR and 1.06-1.11x under CUBIC; it may pay between separate hosts",
             OPAL_INFO_LVL_5, &c->write_ramp);
 
     c->push = 64 * 1024;
