@@ -168,6 +168,7 @@ typedef struct mca_btl_devmem_component_t {
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
     int write_ramp;         /* bytes of a burst's first sendmsg, 0 or less: off */
+    int write_whole;        /* largest lone frame written in one call, 0: none, -1: by if */
     int push;               /* bytes of an RGET pushed behind its header, 0: off (push.h) */
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
@@ -203,13 +204,21 @@ typedef struct mca_btl_devmem_component_t {
 
 MCA_BTL_DEVMEM_EXPORT extern mca_btl_devmem_component_t mca_btl_devmem_component;
 
+/* How a connection's queue of frames is cut into send calls (mca_btl_devmem_frag_queue_write),
+ * per interface: btl_devmem_write_chunk, _write_ramp and _write_whole. */
+struct mca_btl_devmem_write_shape {
+    size_t chunk; /* most bytes per sendmsg; SIZE_MAX: no limit */
+    size_t ramp;  /* first sendmsg of a burst, then doubling; 0: none */
+    size_t whole; /* a lone frame, none of it written, of up to this many bytes goes in one
+                   * sendmsg whatever chunk says; 0: none */
+};
+
 typedef struct mca_btl_devmem_module_t {
     mca_btl_base_module_t super;
     uint32_t index;                /* position in the component's array and in the modex */
     uint32_t link;                 /* link number on this interface */
     struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
-    size_t write_chunk;            /* most bytes per sendmsg (btl_devmem_write_chunk) */
-    size_t write_ramp;             /* first sendmsg of a burst, then doubling; 0: none */
+    struct mca_btl_devmem_write_shape write; /* how queued frames become send calls */
     int listen_fd;
     uint16_t listen_port;          /* host byte order */
     struct mca_btl_devmem_watch listen_watch;

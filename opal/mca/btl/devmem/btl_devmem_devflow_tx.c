@@ -201,8 +201,8 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
                && NULL == ((mca_btl_devmem_frag_t *) item)->txmem) {
             opal_list_append(&host, opal_list_remove_first(&df->tx_queue));
         }
-        rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &host, ep->module->write_chunk,
-                                             ep->module->write_ramp, &done, &blocked);
+        rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &host, &ep->module->write, &done,
+                                             &blocked);
         while (NULL != (item = opal_list_remove_last(&host))) {
             opal_list_prepend(&df->tx_queue, item);
         }

@@ -346,8 +346,8 @@ static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
 static int send_progress_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *done)
 {
     bool blocked = false, window;
-    int rc = mca_btl_devmem_frag_queue_write(ep->sd, &ep->send_queue, ep->module->write_chunk,
-                                             ep->module->write_ramp, done, &blocked);
+    int rc = mca_btl_devmem_frag_queue_write(ep->sd, &ep->send_queue, &ep->module->write,
+                                             done, &blocked);
 
     if (0 == rc) {
         rc = send_event_set(ep, blocked);

@@ -192,15 +192,27 @@ static size_t frag_bytes_left(const mca_btl_devmem_frag_t *frag)
     return left;
 }
 
-int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, size_t ramp,
+/* Whether frag is untouched: none of it written yet. */
+static bool frag_unwritten(const mca_btl_devmem_frag_t *frag)
+{
+    return 0 == frag->iov_idx && frag->iov[0].iov_base == (const void *) &frag->hdr;
+}
+
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
+                                    const struct mca_btl_devmem_write_shape *shape,
                                     opal_list_t *done, bool *blocked)
 {
-    size_t step = chunk;
+    size_t chunk = shape->chunk, ramp = shape->ramp, step = chunk;
 
-    if (ramp > 0 && ramp < chunk && !opal_list_is_empty(queue)) {
-        size_t head = frag_bytes_left((mca_btl_devmem_frag_t *) opal_list_get_first(queue));
+    if (!opal_list_is_empty(queue)) {
+        mca_btl_devmem_frag_t *first = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
+        size_t head = frag_bytes_left(first);
 
-        if (head > ramp && head <= RAMP_SPAN * ramp) {
+        if (head > chunk && head <= shape->whole && 1 == opal_list_get_size(queue)
+            && frag_unwritten(first)) {
+            /* a lone frame, in one call (write_whole): a ping-pong's answer */
+            chunk = step = head;
+        } else if (ramp > 0 && ramp < chunk && head > ramp && head <= RAMP_SPAN * ramp) {
             step = ramp;
         }
     }
@@ -277,10 +289,12 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, si
 
 int mca_btl_devmem_frag_queue_drain(int sd, opal_list_t *queue, opal_list_t *done)
 {
+    static const struct mca_btl_devmem_write_shape any = {.chunk = SIZE_MAX};
+
     for (int tries = 0; tries < 200 && !opal_list_is_empty(queue); tries++) {
         struct pollfd pfd = {.fd = sd, .events = POLLOUT};
         bool blocked = false;
-        int rc = mca_btl_devmem_frag_queue_write(sd, queue, SIZE_MAX, 0, done, &blocked);
+        int rc = mca_btl_devmem_frag_queue_write(sd, queue, &any, done, &blocked);
 
         if (rc < 0) {
             return rc;

@@ -84,11 +84,10 @@ void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 
 /* Write as much of queue (frags, in wire order) to sd as it takes, in batched sendmsg calls
- * of at most `chunk` bytes (SIZE_MAX: no limit; see mca_btl_devmem_module_t.write_chunk);
- * with ramp > 0 the first call writes at most ramp bytes and each next one twice as many
- * (mca_btl_devmem_module_t.write_ramp). Fully written frags move to done; *blocked says the
- * socket is full. 0 or -errno. */
-int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue, size_t chunk, size_t ramp,
+ * cut as shape says (struct mca_btl_devmem_write_shape). Fully written frags move to done;
+ * *blocked says the socket is full. 0 or -errno. */
+int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
+                                    const struct mca_btl_devmem_write_shape *shape,
                                     opal_list_t *done, bool *blocked);
 
 /* At finalize: give queue a bounded chance (about 2 s) to leave through sd, waiting for
