@@ -204,7 +204,9 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
 {
     size_t chunk = shape->chunk, ramp = shape->ramp, step = chunk;
 
-    if (!opal_list_is_empty(queue)) {
+    /* the head frame's size matters only where a rule might change the call (not over a
+     * veth by default: no ramp, no whole frames) */
+    if (!opal_list_is_empty(queue) && (shape->whole > chunk || (ramp > 0 && ramp < chunk))) {
         mca_btl_devmem_frag_t *first = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
         size_t head = frag_bytes_left(first);
 
