@@ -12,6 +12,9 @@
 # smallest to the k-th largest, k = n/4 + 1 (5 reps: the middle three). The mark after it:
 #   =   inside the noise: the interval holds 1, or there are fewer than 3 repetitions
 #   +   devmem better outside the noise,  -   devmem worse outside the noise
+# At the end, the cells that miss issue 19's targets: devmem more than 3 % slower than tcp
+# (median ratio past 1.03, or under 1/1.03 for bw and rate) and marked -, and every - against
+# ucx; a - within 3 % of tcp (two transports at line rate, say) is counted apart.
 # Usage: bench/summarize.sh results.csv
 #        bench/summarize.sh --calls calls.csv   per setting, kind and yield of devmem's runs:
 #            receive calls, SO_DEVMEM_DONTNEED calls and tokens per MiB received (the medians
@@ -70,6 +73,7 @@ function cell(key,    n, i, a, m, s, r) {
 }
 # devmem/other over the repetitions both have: "median (lo-hi) mark"
 function ratio(a, b, lower_better,    n, i, r, q, m, k, lo, hi, mark) {
+    last_mark = ""
     if (!(a in reps) || !(b in reps)) return sprintf("%20s", "-")
     n = 0
     split(reps[a], r, " ")
@@ -82,6 +86,7 @@ function ratio(a, b, lower_better,    n, i, r, q, m, k, lo, hi, mark) {
     if (n < 3 || (lo <= 1 && hi >= 1)) mark = "="
     else if ((lo > 1) == !lower_better) mark = "+"
     else mark = "-"
+    last_m = m; last_mark = mark
     return sprintf("%6.2f (%4.2f-%4.2f) %s", m, lo, hi, mark)
 }
 NR == 1 { next }
@@ -113,10 +118,24 @@ END {
                 raw = ratio(d, k "raw-busy" SUBSEP s[i], low)
                 sub(/^ +/, "", raw); sub(/ .*/, "", raw)
             }
+            where = sprintf("%s, yield %s, %s %s: ", p[1], p[2], p[3], s[i])
+            vs_tcp = ratio(d, k "tcp" SUBSEP s[i], low)
+            if (last_mark == "-") {
+                if (low ? last_m > 1.03 : last_m < 1 / 1.03) miss[++nmiss] = where "dm/tcp" vs_tcp
+                else near[++nnear] = where "dm/tcp" vs_tcp
+            }
+            vs_ucx = ratio(d, k "ucx" SUBSEP s[i], low)
+            if (last_mark == "-") ucxmiss[++nucx] = where "dm/ucx" vs_ucx
             printf "%9s %s %s %s %s %s %s %s %8s\n", s[i], cell(d),
                    cell(k "tcp" SUBSEP s[i]), cell(k "ucx" SUBSEP s[i]),
                    cell(k "raw-busy" SUBSEP s[i]), cell(k "raw-block" SUBSEP s[i]),
-                   ratio(d, k "tcp" SUBSEP s[i], low), ratio(d, k "ucx" SUBSEP s[i], low), raw
+                   vs_tcp, vs_ucx, raw
         }
     }
+    printf "\n== targets: devmem more than 3 %% slower than tcp, outside the noise: %d cell(s)\n", nmiss
+    for (i = 1; i <= nmiss; i++) print "  " miss[i]
+    printf "== devmem slower than tcp outside the noise but within 3 %%: %d cell(s)\n", nnear
+    for (i = 1; i <= nnear; i++) print "  " near[i]
+    printf "== devmem slower than ucx outside the noise: %d cell(s)\n", nucx
+    for (i = 1; i <= nucx; i++) print "  " ucxmiss[i]
 }' "$1"

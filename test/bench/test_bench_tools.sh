@@ -67,6 +67,36 @@ else
     devmem_step_fail "bench/run.sh failed"
 fi
 
+# the targets at the end of the summary, on made-up figures whose verdicts are known: 10 %
+# slower than tcp (lat, size 1) and 10 % less bandwidth (bw, size 4) miss; 1 % slower (size 2)
+# is outside the noise but within 3 %; a spread that holds 1 (size 3) is noise; against ucx,
+# only size 2 is slower
+csv=$DEVMEM_TEST_TMP/made-up.csv
+{
+    echo "setting,yield,transport,kind,rep,size,usec,MBps,msgps"
+    for r in 1 2 3 4 5; do
+        noisy=$(echo "90 110 100 95 105" | cut -d' ' -f"$r")
+        echo "t,0,devmem,lat,$r,1,110,1,1"; echo "t,0,tcp,lat,$r,1,100,1,1"; echo "t,0,ucx,lat,$r,1,120,1,1"
+        echo "t,0,devmem,lat,$r,2,101,1,1"; echo "t,0,tcp,lat,$r,2,100,1,1"; echo "t,0,ucx,lat,$r,2,100,1,1"
+        echo "t,0,devmem,lat,$r,3,$noisy,1,1"; echo "t,0,tcp,lat,$r,3,100,1,1"
+        echo "t,0,devmem,bw,$r,4,1,90,1"; echo "t,0,tcp,bw,$r,4,1,100,1"
+    done
+} >"$csv"
+got=$("$DEVMEM_SRC/bench/summarize.sh" "$csv" | sed -n '/^== targets/,$p' | tr -s ' ')
+want="== targets: devmem more than 3 % slower than tcp, outside the noise: 2 cell(s)
+ t, yield 0, lat 1: dm/tcp 1.10 (1.10-1.10) -
+ t, yield 0, bw 4: dm/tcp 0.90 (0.90-0.90) -
+== devmem slower than tcp outside the noise but within 3 %: 1 cell(s)
+ t, yield 0, lat 2: dm/tcp 1.01 (1.01-1.01) -
+== devmem slower than ucx outside the noise: 1 cell(s)
+ t, yield 0, lat 2: dm/ucx 1.01 (1.01-1.01) -"
+if [ "$got" = "$want" ]; then
+    devmem_step_ok "bench/summarize.sh: the targets list the 2 misses, the near one and the ucx one"
+else
+    printf '%s\n--- want\n%s\n' "$got" "$want"
+    devmem_step_fail "bench/summarize.sh: the targets do not match the made-up figures"
+fi
+
 # a hog setting: the runner starts its busy processes, measures beside them and stops them
 res=$DEVMEM_TEST_TMP/hog out=$DEVMEM_TEST_TMP/hog.out
 if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo-hog1 --yield 0 --kinds lat --reps 1 \
