@@ -6,6 +6,9 @@
  *           out its time slice (4 ms)
  *   hog     an unrelated busy task shares our core: a handover often gives it a slice
  *           (1.5 ms), spinning answers in ~12 us with a rare preemption
+ *   tail    ranks bound one to a core, a busy task beside one of them: a handover is quicker
+ *           at the median (8 us) but gives the task a slice in 15 % of the waits; spinning
+ *           takes 11 us with a rare preemption (the median alone chose handing over)
  *   even    both ways alike
  * Each must settle on the right way, keep it, and spend little time trying the other; a
  * machine that changes from one to the other mid-run must be followed, and a try that stops
@@ -24,7 +27,7 @@
 #define MS 1000000ull
 #define S 1000000000ull
 
-enum machine { PINNED, HOG, EVEN };
+enum machine { PINNED, HOG, TAIL, EVEN };
 
 static uint64_t rng;
 
@@ -53,6 +56,9 @@ static uint64_t wait_on(enum machine m, enum mca_btl_devmem_wait_way way)
     case HOG:
         return way == WAITWAY_HANDOVER ? draw(15 * US, 1500 * US, 500)
                                        : draw(12 * US, 1500 * US, 20);
+    case TAIL:
+        return way == WAITWAY_HANDOVER ? draw(8 * US, 1500 * US, 150)
+                                       : draw(11 * US, 1500 * US, 5);
     default:
         return draw(10 * US, 1 * MS, 10);
     }
@@ -138,6 +144,16 @@ int main(void)
     CHECK(r.longest_lost_try <= WAITWAY_EPOCH / 2 + 1,
           "hog: a losing try stopped once it could not win (%lu waits at most)",
           (unsigned long) r.longest_lost_try);
+
+    /* tail: what the waits cost in all decides, not the median wait */
+    start(&r, 0x13579bdfu);
+    simulate(&r, TAIL, 1 * S, 1 * S);
+    CHECK(WAITWAY_SPIN == r.w.winner, "tail: spinning won within a second (%lu tries in all)",
+          (unsigned long) r.w.tries);
+    simulate(&r, TAIL, 20 * S, 10 * S);
+    CHECK(1 == r.w.switches && share(r.late_in, WAITWAY_HANDOVER) < 0.05,
+          "tail: switched once and stayed (%lu switches, %.2f %% of the late waiting handing over)",
+          (unsigned long) r.w.switches, 100 * share(r.late_in, WAITWAY_HANDOVER));
 
     /* even: no reason to change, and the margin keeps it from flapping */
     start(&r, 0x5eed5eedu);

@@ -26,10 +26,28 @@ static uint64_t median(const uint64_t *v, int n)
     return n % 2 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
 }
 
-/* below this, a try's median beats the winner's */
+/* The mean without the longest wait: what the waits cost in all, tail included (a way
+ * that is quick at the median but hands a busy task a time slice now and then is worse
+ * than one a little slower every time), and one wait on a peer still computing does not
+ * decide it. */
+static uint64_t mean_but_longest(const uint64_t *v, int n)
+{
+    uint64_t sum = 0, longest = 0;
+
+    if (n < 3) {
+        return median(v, n);
+    }
+    for (int i = 0; i < n; i++) {
+        sum += v[i];
+        longest = v[i] > longest ? v[i] : longest;
+    }
+    return (sum - longest) / (uint64_t) (n - 1);
+}
+
+/* below this, a try's mean beats the winner's */
 static uint64_t bar(const struct mca_btl_devmem_waitway *w)
 {
-    return w->winner_median - w->winner_median * WAITWAY_MARGIN_PCT / 100;
+    return w->winner_mean - w->winner_mean * WAITWAY_MARGIN_PCT / 100;
 }
 
 static void end_try(struct mca_btl_devmem_waitway *w, bool won, uint64_t now_ns)
@@ -37,6 +55,7 @@ static void end_try(struct mca_btl_devmem_waitway *w, bool won, uint64_t now_ns)
     if (won) {
         w->winner = (enum mca_btl_devmem_wait_way) !w->winner;
         w->winner_median = median(w->samples, w->n);
+        w->winner_mean = mean_but_longest(w->samples, w->n);
         w->try_gap_ns = WAITWAY_TRY_MIN_NS;
         w->switches++;
     } else if (w->try_gap_ns < WAITWAY_TRY_MAX_NS) {
@@ -58,7 +77,7 @@ static void record_try(struct mca_btl_devmem_waitway *w, uint64_t wait_ns, uint6
         || w->try_sum > WAITWAY_ABORT_EPOCHS * WAITWAY_EPOCH * w->winner_median) {
         end_try(w, false, now_ns);
     } else if (w->n == WAITWAY_EPOCH) {
-        end_try(w, median(w->samples, w->n) < bar(w), now_ns);
+        end_try(w, mean_but_longest(w->samples, w->n) < bar(w), now_ns);
     }
 }
 
@@ -85,6 +104,7 @@ void mca_btl_devmem_waitway_record(struct mca_btl_devmem_waitway *w, uint64_t wa
         return;
     }
     w->winner_median = median(w->samples, w->n);
+    w->winner_mean = mean_but_longest(w->samples, w->n);
     w->n = 0;
     if (now_ns >= w->next_try_ns && w->winner_median > 0) {
         w->trying = true;

@@ -11,13 +11,16 @@
  * From inside the rank the two cannot be told apart, so we measure: the duration of each
  * wait (from the first quiet progress call to the next activity) while the core is contended.
  *
- * Waits are taken in epochs of WAITWAY_EPOCH; the median of an epoch stands for the way used
- * in it. Most epochs use the way that won last (at first the caller's guess). Now and then one
- * epoch tries the other way; it wins if its median is at least WAITWAY_MARGIN_PCT below the
- * last median of the winner. A try stops early, as lost, once it cannot win any more (a
- * majority of its waits above the bar), at a wait WAITWAY_ABORT_FACTOR times the winner's
- * median, or once its waits add up to WAITWAY_ABORT_EPOCHS whole epochs of the winner's
- * median, so that a bad try (spinning on a core the peer needs) costs a wait or two; or
+ * Waits are taken in epochs of WAITWAY_EPOCH; an epoch's mean without its longest wait stands
+ * for the way used in it (the mean, because a way that is quick at the median but gives a
+ * busy task a time slice one wait in five costs more in all; without the longest, because
+ * one wait on a peer still computing must not decide). Most epochs use the way that won last
+ * (at first the caller's guess). Now and then one epoch tries the other way; it wins if its
+ * mean is at least WAITWAY_MARGIN_PCT below the winner's last. A try stops early, as lost,
+ * once it cannot win any more (a majority of its waits above that bar), at a wait
+ * WAITWAY_ABORT_FACTOR times the winner's median wait, or once its waits add up to
+ * WAITWAY_ABORT_EPOCHS whole epochs of that median (the typical wait, not the mean, which a
+ * tail would stretch), so that a bad try (spinning on a core the peer needs) costs a wait or two; or
  * WAITWAY_TRY_SPAN_NS after it began (the contention that made it ended). The
  * first try follows the first epoch (a benchmark's size lasts a second or less: learning
  * must be quick); later ones come WAITWAY_TRY_MIN_NS after the last switch, twice as far
@@ -48,6 +51,7 @@ struct mca_btl_devmem_waitway {
     uint64_t samples[WAITWAY_EPOCH];
     int n;
     uint64_t winner_median; /* of the winner's last full epoch; 0: none yet */
+    uint64_t winner_mean;   /* the same epoch's mean without its longest wait */
     int try_over;           /* while trying: waits above the bar */
     uint64_t try_sum;       /* while trying: its waits added up */
     uint64_t try_start_ns;
