@@ -3,8 +3,10 @@
 # The first bytes of a rendezvous pushed behind its header (btl_devmem_push): received
 # posted (read in place), unexpected (kept, then copied) and into a strided datatype (never
 # claimed), every byte checked (test/mpi/pushes.c). The counters must balance over the job:
-# every push sent was read in place, copied or left unclaimed, and each way happened. With
-# btl_devmem_push 0 nothing is pushed and the same traffic still checks. Then a peer that
+# every push sent was read in place, copied or left unclaimed, and each way happened (with
+# btl_devmem_push_min 0, so that every size pushes); with the default push_min fewer
+# pushes, still balanced. With btl_devmem_push 0 nothing is pushed and the same traffic
+# still checks. Then a peer that
 # dies between a header announcing a push and the push (btl_devmem_fault push-cut, in the
 # posted phase: the receiver's get is waiting for those bytes): the job must end, naming
 # the lost peer and why, never hang.
@@ -18,9 +20,12 @@ if [ "$DEVMEM_BTL_NAME" != devmem ]; then
 fi
 
 limit=$DEVMEM_MPI_LIMIT
-if devmem_run_checked "pushes np=2, pushes on" pushes 2 "$limit" \
+# every rendezvous pushes (btl_devmem_push_min 0), so that the first sizes past the eager
+# limit, where a receive meets its push in each of the three ways, take part
+all_sent=
+if devmem_run_checked "pushes np=2, pushes on at every size" pushes 2 "$limit" \
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
-    "$DEVMEM_MPI_BIN/pushes"; then
+    --mca btl_devmem_push_min 0 "$DEVMEM_MPI_BIN/pushes"; then
     out=$DEVMEM_LAST_OUT
     sent=$(devmem_stat_sum "$out" push_sent) || sent=
     inplace=$(devmem_stat_sum "$out" push_in_place) || inplace=
@@ -30,6 +35,7 @@ if devmem_run_checked "pushes np=2, pushes on" pushes 2 "$limit" \
     if [[ ! "$sent$inplace$copied$unclaimed$errors" =~ ^[0-9]+$ ]]; then
         devmem_step_fail "push counters missing from the stats lines"
     else
+        all_sent=$sent
         if [ "$sent" -gt 0 ] && [ "$sent" -eq $((inplace + copied + unclaimed)) ]; then
             devmem_step_ok "pushes balance: $sent sent = $inplace in place + $copied copied" \
                 "+ $unclaimed unclaimed"
@@ -48,6 +54,26 @@ if devmem_run_checked "pushes np=2, pushes on" pushes 2 "$limit" \
         else
             devmem_step_fail "$errors protocol errors"
         fi
+    fi
+fi
+
+# the default (btl_devmem_push_min 512 KiB): only the sizes from 1 MiB push, and they balance
+if devmem_run_checked "pushes np=2, btl_devmem_push_min default" pushes 2 "$limit" \
+    devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
+    "$DEVMEM_MPI_BIN/pushes"; then
+    out=$DEVMEM_LAST_OUT
+    sent=$(devmem_stat_sum "$out" push_sent) || sent=
+    inplace=$(devmem_stat_sum "$out" push_in_place) || inplace=
+    copied=$(devmem_stat_sum "$out" push_copied) || copied=
+    unclaimed=$(devmem_stat_sum "$out" push_unclaimed) || unclaimed=
+    if [[ ! "$sent$inplace$copied$unclaimed$all_sent" =~ ^[0-9]+$ ]]; then
+        devmem_step_fail "push counters missing (default push_min, or the run before)"
+    elif [ "$sent" -gt 0 ] && [ "$sent" -lt "$all_sent" ] &&
+        [ "$sent" -eq $((inplace + copied + unclaimed)) ]; then
+        devmem_step_ok "default push_min: $sent pushes (every size: $all_sent), balanced"
+    else
+        devmem_step_fail "default push_min: $sent pushes against $all_sent at every size," \
+            "$inplace in place, $copied copied, $unclaimed unclaimed"
     fi
 fi
 

@@ -170,6 +170,7 @@ typedef struct mca_btl_devmem_component_t {
     int write_ramp;         /* bytes of a burst's first sendmsg, 0 or less: off */
     int write_whole;        /* largest lone frame written in one call, 0: none, -1: by if */
     int push;               /* bytes of an RGET pushed behind its header, 0: off (push.h) */
+    int push_min;           /* smallest message that pushes */
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
     char *topology;         /* hwloc XML to read instead of this machine's, empty: none */

@@ -45,7 +45,8 @@ mca_btl_devmem_push_arm(struct mca_btl_base_endpoint_t *ep,
     /* exactly the RGET protocol's registration: others (one-sided windows) have no header
      * that would carry the push */
     if (0 == len || NULL == ep || MCA_BTL_REG_FLAG_REMOTE_READ != flags
-        || MCA_BTL_DEVMEM_MEM_HOST != handle->kind || size <= len) {
+        || MCA_BTL_DEVMEM_MEM_HOST != handle->kind || size <= len
+        || size < (size_t) mca_btl_devmem_component.push_min) {
         return NULL;
     }
     if (NULL == (po = calloc(1, sizeof(*po)))) {

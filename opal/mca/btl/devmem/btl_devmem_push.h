@@ -26,6 +26,8 @@
  *   in flight per connection. A window of rendezvous each pushing put 4 MiB
  *   unasked ahead of the answers, filled a loopback receiver's window to zero and halved
  *   the bandwidth at 256 KiB.
+ * - Only from btl_devmem_push_min bytes (512 KiB): below, the push's own send call and
+ *   receive cost as much as the round trip it hides.
  *
  * Counters: push_sent = push_in_place + push_copied + push_unclaimed over the job.
  */
