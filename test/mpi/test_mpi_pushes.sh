@@ -20,18 +20,24 @@ if [ "$DEVMEM_BTL_NAME" != devmem ]; then
 fi
 
 limit=$DEVMEM_MPI_LIMIT
+
+# the last run's push counters summed over its ranks: sent, inplace, copied, unclaimed
+# (empty where a stats line lacks one)
+read_push_counters() {
+    sent=$(devmem_stat_sum "$DEVMEM_LAST_OUT" push_sent) || sent=
+    inplace=$(devmem_stat_sum "$DEVMEM_LAST_OUT" push_in_place) || inplace=
+    copied=$(devmem_stat_sum "$DEVMEM_LAST_OUT" push_copied) || copied=
+    unclaimed=$(devmem_stat_sum "$DEVMEM_LAST_OUT" push_unclaimed) || unclaimed=
+}
+
 # every rendezvous pushes (btl_devmem_push_min 0), so that the first sizes past the eager
 # limit, where a receive meets its push in each of the three ways, take part
 all_sent=
 if devmem_run_checked "pushes np=2, pushes on at every size" pushes 2 "$limit" \
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
     --mca btl_devmem_push_min 0 "$DEVMEM_MPI_BIN/pushes"; then
-    out=$DEVMEM_LAST_OUT
-    sent=$(devmem_stat_sum "$out" push_sent) || sent=
-    inplace=$(devmem_stat_sum "$out" push_in_place) || inplace=
-    copied=$(devmem_stat_sum "$out" push_copied) || copied=
-    unclaimed=$(devmem_stat_sum "$out" push_unclaimed) || unclaimed=
-    errors=$(devmem_stat_sum "$out" proto_errors) || errors=
+    read_push_counters
+    errors=$(devmem_stat_sum "$DEVMEM_LAST_OUT" proto_errors) || errors=
     if [[ ! "$sent$inplace$copied$unclaimed$errors" =~ ^[0-9]+$ ]]; then
         devmem_step_fail "push counters missing from the stats lines"
     else
@@ -61,11 +67,7 @@ fi
 if devmem_run_checked "pushes np=2, btl_devmem_push_min default" pushes 2 "$limit" \
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
     "$DEVMEM_MPI_BIN/pushes"; then
-    out=$DEVMEM_LAST_OUT
-    sent=$(devmem_stat_sum "$out" push_sent) || sent=
-    inplace=$(devmem_stat_sum "$out" push_in_place) || inplace=
-    copied=$(devmem_stat_sum "$out" push_copied) || copied=
-    unclaimed=$(devmem_stat_sum "$out" push_unclaimed) || unclaimed=
+    read_push_counters
     if [[ ! "$sent$inplace$copied$unclaimed$all_sent" =~ ^[0-9]+$ ]]; then
         devmem_step_fail "push counters missing (default push_min, or the run before)"
     elif [ "$sent" -gt 0 ] && [ "$sent" -lt "$all_sent" ] &&

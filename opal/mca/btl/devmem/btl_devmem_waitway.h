@@ -20,8 +20,8 @@
  * once it cannot win any more (a majority of its waits above that bar), at a wait
  * WAITWAY_ABORT_FACTOR times the winner's median wait, or once its waits add up to
  * WAITWAY_ABORT_EPOCHS whole epochs of that median (the typical wait, not the mean, which a
- * tail would stretch), so that a bad try (spinning on a core the peer needs) costs a wait or two; or
- * WAITWAY_TRY_SPAN_NS after it began (the contention that made it ended). The
+ * tail would stretch), so that a bad try (spinning on a core the peer needs) costs a wait or
+ * two; or WAITWAY_TRY_SPAN_NS after it began (the contention that made it ended). The
  * first try follows the first epoch (a benchmark's size lasts a second or less: learning
  * must be quick); later ones come WAITWAY_TRY_MIN_NS after the last switch, twice as far
  * apart after each lost try, at most WAITWAY_TRY_MAX_NS.
