@@ -214,15 +214,35 @@ struct mca_btl_devmem_write_shape {
                    * sendmsg whatever chunk says; 0: none */
 };
 
+/* An accepted connection: non-blocking, close-on-exec, from addr:port (host order). It is
+ * the callee's to keep or close. */
+typedef void (*mca_btl_devmem_accepted_fn)(void *arg, int sd,
+                                           const struct mca_btl_devmem_ip *addr, uint16_t port);
+
+/* A listen socket (control connections or device flows) and the state of accepting on it
+ * (btl_devmem_sock.c): accepts pause while the process has no descriptor to take a
+ * connection with, and the connections it gave that are still held (no hello, no claim yet)
+ * are capped. */
+struct mca_btl_devmem_listener {
+    int fd;                        /* -1: none */
+    uint16_t port;                 /* host byte order */
+    mca_btl_devmem_watch_t watch;
+    char where[48];                /* names it in messages */
+    mca_btl_devmem_accepted_fn cb;
+    void *arg;
+    opal_event_t resume;           /* ends a pause */
+    bool paused;
+    unsigned int pause_ms;         /* the next pause: doubles while accepts keep failing */
+    unsigned int held;             /* its connections held now */
+};
+
 typedef struct mca_btl_devmem_module_t {
     mca_btl_base_module_t super;
     uint32_t index;                /* position in the component's array and in the modex */
     uint32_t link;                 /* link number on this interface */
     struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
     struct mca_btl_devmem_write_shape write; /* how queued frames become send calls */
-    int listen_fd;
-    uint16_t listen_port;          /* host byte order */
-    struct mca_btl_devmem_watch listen_watch;
+    struct mca_btl_devmem_listener listener; /* control connections arrive here */
     opal_list_t endpoints;
     opal_mutex_t lock;
     mca_btl_base_module_error_cb_fn_t error_cb;

@@ -522,10 +522,7 @@ static void modules_release(void)
     mca_btl_devmem_dev_fini();
     for (int i = 0; i < c->num_modules; i++) {
         mca_btl_devmem_module_t *m = c->modules[i];
-        (void) mca_btl_devmem_watch_set(&m->listen_watch, 0);
-        if (m->listen_fd >= 0) {
-            close(m->listen_fd);
-        }
+        mca_btl_devmem_listener_close(&m->listener);
         OBJ_DESTRUCT(&m->endpoints);
         OBJ_DESTRUCT(&m->lock);
         free(m);
@@ -577,14 +574,9 @@ static int component_close(void)
 
 static int create_listener(mca_btl_devmem_module_t *m)
 {
-    int rc = mca_btl_devmem_listen_socket(&m->itf, &m->listen_fd, &m->listen_port);
+    int rc = mca_btl_devmem_listen_socket(&m->itf, &m->listener.fd, &m->listener.port);
 
-    if (0 != rc) {
-        return rc;
-    }
-    mca_btl_devmem_watch_init(&m->listen_watch, m->listen_fd, mca_btl_devmem_conn_listen_cb,
-                              m);
-    return mca_btl_devmem_watch_set(&m->listen_watch, OPAL_EV_READ);
+    return 0 != rc ? rc : mca_btl_devmem_listener_start(&m->listener);
 }
 
 static int publish_modex(void)
@@ -607,12 +599,12 @@ static int publish_modex(void)
         struct mca_btl_devmem_modex_addr a = {
             .family = AF_INET == m->itf.addr.family ? MCA_BTL_DEVMEM_MODEX_IPV4
                                                     : MCA_BTL_DEVMEM_MODEX_IPV6,
-            .port = htons(m->listen_port),
+            .port = htons(m->listener.port),
             .prefix = m->itf.prefix,
             .flags = m->itf.loopback ? MCA_BTL_DEVMEM_ADDR_LOOPBACK : 0,
             .module = m->index,
             .link = m->link,
-            .devflow_port = NULL != m->dev ? htons(m->dev->listen_port) : 0,
+            .devflow_port = NULL != m->dev ? htons(m->dev->listener.port) : 0,
         };
         memcpy(a.addr, m->itf.addr.a.bytes, mca_btl_devmem_ip_len(&m->itf.addr));
         memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
@@ -734,8 +726,7 @@ static int create_modules(void)
             }
             m->link = (uint32_t) link;
             m->index = (uint32_t) c->num_modules;
-            m->listen_fd = -1;
-            mca_btl_devmem_watch_init(&m->listen_watch, -1, mca_btl_devmem_conn_listen_cb, m);
+            mca_btl_devmem_conn_listener_init(m);
             m->error_cb = NULL;
             m->dev = NULL;
             m->dev_reason[0] = '\0';
@@ -751,7 +742,7 @@ static int create_modules(void)
             }
             DEVMEM_VERBOSE(10, "module %u: %s %s/%u port %u link %d", m->index, m->itf.name,
                            mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
-                           (unsigned) m->itf.prefix, (unsigned) m->listen_port, link);
+                           (unsigned) m->itf.prefix, (unsigned) m->listener.port, link);
         }
     }
     return OPAL_SUCCESS;
@@ -764,6 +755,7 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
     int rc;
 
     *num_btls = 0;
+    mca_btl_devmem_nofile_init();
     if (sizeof(c->secret) != getrandom(&c->secret, sizeof(c->secret), 0)) {
         opal_output(0, "btl:devmem: getrandom failed: %s", strerror(errno));
         return NULL;

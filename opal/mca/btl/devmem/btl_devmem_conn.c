@@ -75,6 +75,7 @@ static void conn_timeout(int fd, short flags, void *arg);
 void mca_btl_devmem_conn_init(mca_btl_devmem_endpoint_t *ep)
 {
     ep->timer_armed = false;
+    ep->conn_attempts = 0;
     opal_event_evtimer_set(opal_sync_event_base, &ep->timer, conn_timeout, ep);
 }
 
@@ -99,15 +100,40 @@ void mca_btl_devmem_conn_set_state(mca_btl_devmem_endpoint_t *ep,
         ep->timer_armed = false;
     }
     if (ep_states[s].timed) {
-        struct timeval tv = {timeout_secs(), 0};
+        /* each connect attempt waits twice as long as the one before */
+        unsigned int shift = MCA_BTL_DEVMEM_EP_CONNECTING == s && ep->conn_attempts > 1
+                                 ? ep->conn_attempts - 1 : 0;
+        struct timeval tv = {timeout_secs() << (shift < 4 ? shift : 4), 0};
+
         opal_event_evtimer_add(&ep->timer, &tv);
         ep->timer_armed = true;
     }
 }
 
+/* Connects to a peer before it counts as lost: the kernel retransmits a lost SYN after 1, 3
+ * and 7 s, and a fresh connect (after handshake_timeout, doubled each time) starts that
+ * backoff again; one with its hello dropped unanswered is tried again too. */
+#define CONNECT_ATTEMPTS 3
+
+/* Connect again after a failed attempt, when attempts are left. Lock held. 0 when under
+ * way, -errno from the connect, or 1 when no attempt is left. */
+static int conn_retry(mca_btl_devmem_endpoint_t *ep, const char *what)
+{
+    if (ep->conn_attempts >= CONNECT_ATTEMPTS) {
+        return 1;
+    }
+    DEVMEM_VERBOSE(10, "%s via %s: %s (attempt %u of %d); connecting again",
+                   OPAL_NAME_PRINT(ep->peer->name), ep->module->itf.name, what,
+                   ep->conn_attempts, CONNECT_ATTEMPTS);
+    mca_btl_devmem_endpoint_detach(ep);
+    mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_CLOSED, what);
+    return mca_btl_devmem_conn_start(ep);
+}
+
 /*
- * A waiting state outlived handshake_timeout. CONNECTING fails the endpoint (the job ends
- * naming the peer): the peer's kernel did not take the connection. CONNECT_ACK waits on as
+ * A waiting state outlived its timer. CONNECTING connects again, up to CONNECT_ATTEMPTS,
+ * then fails the endpoint (the job ends naming the peer): the peer's kernel did not take the
+ * connection. CONNECT_ACK waits on as
  * long as the peer's kernel has acknowledged our hello: the answer needs the peer to call
  * into MPI, and a rank may compute for minutes before its first call; with the hello
  * unacknowledged for the whole period the peer's host is gone, and the endpoint fails. WAIT_PEER
@@ -149,11 +175,20 @@ static void conn_timeout(int fd, short flags, void *arg)
         }
         break;
     case MCA_BTL_DEVMEM_EP_CONNECTING:
+        rc = conn_retry(ep, "the connection was not established in time");
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        if (rc < 0) {
+            mca_btl_devmem_endpoint_fail(ep, "cannot connect", -rc);
+        } else if (rc > 0) {
+            snprintf(why, sizeof(why), "the connection was not established in %u attempts "
+                     "(btl_devmem_handshake_timeout %d s, doubled each time)",
+                     ep->conn_attempts, timeout_secs());
+            mca_btl_devmem_endpoint_fail(ep, why, 0);
+        }
+        break;
     case MCA_BTL_DEVMEM_EP_CONNECT_ACK:
-        snprintf(why, sizeof(why), "%s within %d s (btl_devmem_handshake_timeout)",
-                 MCA_BTL_DEVMEM_EP_CONNECTING == ep->state
-                     ? "the connection was not established"
-                     : "the peer's host did not acknowledge our hello", timeout_secs());
+        snprintf(why, sizeof(why), "the peer's host did not acknowledge our hello within %d s "
+                 "(btl_devmem_handshake_timeout)", timeout_secs());
         OPAL_THREAD_UNLOCK(&ep->lock);
         mca_btl_devmem_endpoint_fail(ep, why, 0);
         break;
@@ -182,6 +217,7 @@ int mca_btl_devmem_conn_start(mca_btl_devmem_endpoint_t *ep)
 {
     int sd;
 
+    ep->conn_attempts++;
     DEVMEM_VERBOSE(20, "connecting to %s via %s", OPAL_NAME_PRINT(ep->peer->name),
                    ep->module->itf.name);
     sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.port);
@@ -306,10 +342,20 @@ void mca_btl_devmem_conn_read_reply(mca_btl_devmem_endpoint_t *ep)
         return;
     }
     if (n <= 0) {
-        int err = 0 == n ? 0 : errno;
+        int err = 0 == n ? 0 : errno, rc = 1;
+
+        /* closed with no word of reply: the peer dropped it unread (its port had more
+         * connections waiting than it keeps, or it was out of descriptors): try again */
+        if (0 == ep->reply_got && (0 == n || ECONNRESET == err)) {
+            rc = conn_retry(ep, "the peer closed our connection before answering");
+        }
         OPAL_THREAD_UNLOCK(&ep->lock);
-        mca_btl_devmem_endpoint_fail(ep, 0 == n ? "the peer closed the connection during the handshake"
-                           : "handshake failed", err);
+        if (rc != 0) {
+            mca_btl_devmem_endpoint_fail(ep, 0 == n ? "the peer closed the connection during the "
+                                                      "handshake"
+                                                    : "handshake failed",
+                                         rc < 0 ? -rc : err);
+        }
         return;
     }
     ep->reply_got += n;
@@ -332,6 +378,7 @@ void mca_btl_devmem_conn_read_reply(mca_btl_devmem_endpoint_t *ep)
         DEVMEM_VERBOSE(20, "%s deferred our connection; waiting for its own",
                        OPAL_NAME_PRINT(ep->peer->name));
         mca_btl_devmem_endpoint_detach(ep);
+        ep->conn_attempts = 0; /* it answered: alive */
         mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_WAIT_PEER, "the peer deferred ours");
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
@@ -407,8 +454,14 @@ static void hello_read(mca_btl_devmem_held_t *pa)
         return;
     }
     if (n <= 0) {
-        mca_btl_devmem_held_drop(pa, 0 == n ? "closed before a complete hello"
-                                            : strerror(errno));
+        /* nothing said at all: most likely a peer's connect that lost a simultaneous connect
+         * (the peer closes it), told apart from strangers */
+        char why[96];
+
+        snprintf(why, sizeof(why), "closed after %zu bytes of a hello%s%s", pa->got,
+                 0 == n ? "" : ": ", 0 == n ? "" : strerror(errno));
+        mca_btl_devmem_held_drop(pa, 0 == pa->got ? MCA_BTL_DEVMEM_HELD_RACE
+                                                  : MCA_BTL_DEVMEM_HELD_STRANGER, why);
         return;
     }
     pa->got += n;
@@ -417,11 +470,12 @@ static void hello_read(mca_btl_devmem_held_t *pa)
     }
     chk = mca_btl_devmem_hello_check(&pa->hello, true, c->secret);
     if (MCA_BTL_DEVMEM_CHECK_OK != chk) {
-        mca_btl_devmem_held_drop(pa, mca_btl_devmem_check_str(chk));
+        mca_btl_devmem_held_drop(pa, MCA_BTL_DEVMEM_HELD_STRANGER, mca_btl_devmem_check_str(chk));
         return;
     }
     if (pa->hello.link != m->index) {
-        mca_btl_devmem_held_drop(pa, "hello names another module than the one it reached");
+        mca_btl_devmem_held_drop(pa, MCA_BTL_DEVMEM_HELD_STRANGER,
+                                 "hello names another module than the one it reached");
         return;
     }
     name.jobid = pa->hello.jobid;
@@ -435,8 +489,8 @@ static void hello_read(mca_btl_devmem_held_t *pa)
         (void) mca_btl_devmem_proc_endpoint(peer, m, &ep);
     }
     if (NULL == ep) {
-        mca_btl_devmem_held_drop(pa, "the process it names is not one we can reach on this "
-                                     "module");
+        mca_btl_devmem_held_drop(pa, MCA_BTL_DEVMEM_HELD_STRANGER,
+                                 "the process it names is not one we can reach on this module");
         return;
     }
     /* the socket now belongs to the endpoint (or is closed by it) */
@@ -453,16 +507,19 @@ static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, ui
 {
     mca_btl_devmem_module_t *m = arg;
 
+    mca_btl_devmem_held_t *h;
+
     mca_btl_devmem_tune_socket(sd);
-    (void) mca_btl_devmem_held_new(&mca_btl_devmem_component.pending_accepts, sd, addr, port, m,
-                                   m->itf.name, "connection",
-                                   "no hello before the handshake timeout", hello_read);
+    h = mca_btl_devmem_held_new(&mca_btl_devmem_component.pending_accepts, sd, addr, port, m,
+                                &m->listener, m->itf.name, "connection",
+                                "no hello before the handshake timeout", hello_read);
+    if (NULL != h) {
+        hello_read(h); /* a peer sends its hello as its connect completes: often here now */
+    }
 }
 
-void mca_btl_devmem_conn_listen_cb(int lsd, short flags, void *arg)
+void mca_btl_devmem_conn_listener_init(mca_btl_devmem_module_t *m)
 {
-    mca_btl_devmem_module_t *m = arg;
-
-    mca_btl_devmem_accept_all(lsd, m->itf.name, accepted, m);
+    mca_btl_devmem_listener_init(&m->listener, m->itf.name, accepted, m);
 }
 

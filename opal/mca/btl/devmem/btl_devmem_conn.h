@@ -31,8 +31,9 @@ void mca_btl_devmem_conn_connect_done(mca_btl_devmem_endpoint_t *ep);
 /* ep's socket is readable in CONNECT_ACK: read the acceptor's reply. */
 void mca_btl_devmem_conn_read_reply(mca_btl_devmem_endpoint_t *ep);
 
-/* Readiness callback of a module's listen socket (arg: the module). */
-void mca_btl_devmem_conn_listen_cb(int lsd, short flags, void *arg);
+/* Set up module m's listener (its socket comes later): every connection it accepts has
+ * handshake_timeout seconds to say a valid hello. */
+void mca_btl_devmem_conn_listener_init(mca_btl_devmem_module_t *m);
 
 END_C_DECLS
 

@@ -99,6 +99,11 @@ bool mca_btl_devmem_dev_enabled(void)
     return dev_state.enabled;
 }
 
+bool mca_btl_devmem_dev_required(void)
+{
+    return MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode;
+}
+
 struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -119,29 +124,19 @@ static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, ui
     mca_btl_devmem_devflow_accepted(arg, sd, addr, port);
 }
 
-static void listen_cb(int lsd, short flags, void *arg)
-{
-    struct mca_btl_devmem_dev *d = arg;
-    char where[IF_NAMESIZE + 32];
-
-    snprintf(where, sizeof(where), "the device-flow port of %s", d->module->itf.name);
-    mca_btl_devmem_accept_all(lsd, where, accepted, d);
-}
-
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
     int rc = dev_state.via_helper
-                 ? mca_btl_devmem_helper_listen_socket(&d->module->itf, &d->listen_fd,
-                                                       &d->listen_port)
-                 : mca_btl_devmem_listen_socket(&d->module->itf, &d->listen_fd,
-                                                &d->listen_port);
+                 ? mca_btl_devmem_helper_listen_socket(&d->module->itf, &d->listener.fd,
+                                                       &d->listener.port)
+                 : mca_btl_devmem_listen_socket(&d->module->itf, &d->listener.fd,
+                                                &d->listener.port);
 
     if (0 != rc) {
         say(why, len, "device-flow listen socket: %s", strerror(-rc));
         return rc;
     }
-    mca_btl_devmem_watch_init(&d->listen_watch, d->listen_fd, listen_cb, d);
-    rc = mca_btl_devmem_watch_set(&d->listen_watch, OPAL_EV_READ);
+    rc = mca_btl_devmem_listener_start(&d->listener);
     if (0 != rc) {
         say(why, len, "device-flow listen socket: cannot watch it: %s", strerror(-rc));
     }
@@ -319,7 +314,7 @@ static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_
     struct devmem_err e;
     unsigned int want = queues_wanted();
     int rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, want, fd,
-                                   d->listen_fd, &reply, &e);
+                                   d->listener.fd, &reply, &e);
 
     /* a refused descriptor (-EBADF: the stand-in of helper_probe_nic) is not the count */
     if (0 != rc && want > 1 && mca_btl_devmem_component.rx_queues < 0 && -EPERM != rc
@@ -327,7 +322,7 @@ static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_
         DEVMEM_VERBOSE(1, "devmem-helperd refused %u RX queues on %s (%s): asking for one",
                        want, d->module->itf.name, e.msg);
         rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, 1, fd,
-                                   d->listen_fd, &reply, &e);
+                                   d->listener.fd, &reply, &e);
     }
     if (0 != rc) {
         say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->module->itf.name, e.msg);
@@ -464,7 +459,7 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
         return rc;
     }
     {
-        struct devmem_nic_flow flow = {.family = itf->addr.family, .dst_port = d->listen_port,
+        struct devmem_nic_flow flow = {.family = itf->addr.family, .dst_port = d->listener.port,
                                        .queue = 0 != d->rss_ctx ? 0 : d->rx_queue,
                                        .rss_context = d->rss_ctx};
         uint32_t rule = 0;
@@ -478,7 +473,7 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
         if (0 != rc) {
             say(why, len, "cannot steer port %u to RX queue%s %u-%u on %s: %s (needs "
                 "CAP_NET_ADMIN and ntuple filters: ethtool -K %s ntuple on)",
-                (unsigned) d->listen_port, d->rx_nqueues > 1 ? "s" : "", d->rx_queue,
+                (unsigned) d->listener.port, d->rx_nqueues > 1 ? "s" : "", d->rx_queue,
                 d->rx_queue + d->rx_nqueues - 1, itf->name, e.msg, itf->name);
             return rc;
         }
@@ -520,10 +515,10 @@ static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
         say(why, len, "emulated bind-rx: %s", e.msg);
         return rc;
     }
-    rc = d->rx_nqueues > 1 ? dev_state.k->ops->steer_rss(dev_state.k, d->listen_port,
+    rc = d->rx_nqueues > 1 ? dev_state.k->ops->steer_rss(dev_state.k, d->listener.port,
                                                          req.ifindex, queues, d->rx_nqueues,
                                                          &d->rss_ctx, &e)
-                           : dev_state.k->ops->steer(dev_state.k, d->listen_port, d->rx_id, &e);
+                           : dev_state.k->ops->steer(dev_state.k, d->listener.port, d->rx_id, &e);
     if (0 != rc) {
         say(why, len, "emulated steering: %s", e.msg);
         return rc;
@@ -541,12 +536,9 @@ static void dev_release(struct mca_btl_devmem_dev *d)
     if (0 != d->helper_id) {
         mca_btl_devmem_helper_release(d->helper_id); /* its steering rule goes first */
     }
-    (void) mca_btl_devmem_watch_set(&d->listen_watch, 0);
-    if (d->listen_fd >= 0) {
-        close(d->listen_fd);
-    }
+    mca_btl_devmem_listener_close(&d->listener);
     if (d->steered) {
-        (void) dev_state.k->ops->steer(dev_state.k, d->listen_port, 0, NULL);
+        (void) dev_state.k->ops->steer(dev_state.k, d->listener.port, 0, NULL);
         if (0 != d->rss_ctx) {
             (void) dev_state.k->ops->rss_del(dev_state.k, d->rss_ctx, NULL);
         }
@@ -572,13 +564,15 @@ static void dev_release(struct mca_btl_devmem_dev *d)
 static struct mca_btl_devmem_dev *dev_new(mca_btl_devmem_module_t *m)
 {
     struct mca_btl_devmem_dev *d = calloc(1, sizeof(*d));
+    char where[sizeof(d->listener.where)];
 
     if (NULL == d) {
         snprintf(m->dev_reason, sizeof(m->dev_reason), "out of memory");
         return NULL;
     }
     d->module = m;
-    d->listen_fd = -1;
+    snprintf(where, sizeof(where), "the device-flow port of %s", m->itf.name);
+    mca_btl_devmem_listener_init(&d->listener, where, accepted, d);
     d->steer_rule = -1;
     d->pool.dmabuf_fd = -1;
     d->pool.priv_fd = -1;
@@ -753,7 +747,7 @@ int mca_btl_devmem_dev_init(void)
                                "%u, device flows on port %u%s%s%s%s", m->itf.name,
                                dev_state.k->ops->name, m->dev->pool.size >> 10,
                                m->dev->pool.provider->name, m->dev->rx_id,
-                               (unsigned) m->dev->listen_port, near[0] ? "; path to " : "",
+                               (unsigned) m->dev->listener.port, near[0] ? "; path to " : "",
                                near, near[0] ? ": " : "",
                                near[0] ? devmem_path_name((enum devmem_path) cls) : "");
                 continue;

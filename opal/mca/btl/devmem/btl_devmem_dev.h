@@ -35,9 +35,8 @@ struct mca_btl_devmem_dev {
     int steer_rule;             /* real: ethtool rule id for the listen port, -1 when none */
     uint32_t helper_id;         /* the helper's binding (and rule) for this module, 0: none */
     bool steered;               /* emulated: the listen port is steered to rx_id */
-    int listen_fd;              /* device-flow connections arrive here */
-    uint16_t listen_port;       /* host byte order; the steering key */
-    mca_btl_devmem_watch_t listen_watch;
+    /* device-flow connections arrive here; its port is the steering key */
+    struct mca_btl_devmem_listener listener;
 };
 
 /*
@@ -63,6 +62,10 @@ struct devmem_rx_batch *mca_btl_devmem_dev_batch(size_t *cap);
  * it then connects to the device-flow ports its peers publish, even where its own
  * modules fell back to the host path. */
 bool mca_btl_devmem_dev_enabled(void);
+
+/* Whether btl_devmem_mode is require: a device flow that cannot be made then fails its
+ * endpoint instead of falling back to the control connection. */
+bool mca_btl_devmem_dev_required(void);
 
 /* The pool that RX binding id lands in; NULL when it is none of ours. */
 struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id);

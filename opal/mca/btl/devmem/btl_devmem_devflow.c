@@ -14,12 +14,13 @@
 
 #include "btl_devmem_devflow_int.h"
 
-/* Connections held unread until a control connection names them; beyond this many the
- * oldest is dropped, so strangers cannot pile up descriptors. */
-#define DEVFLOW_UNCLAIMED_MAX 256
-
+/* Connections held unread until a control connection names them (each listener caps its
+ * own: mca_btl_devmem_held_new). */
 static opal_list_t unclaimed;
 static bool unclaimed_ready;
+
+/* Descriptors the lanes' sockets hold now, both directions (dispatch lock). */
+static unsigned int lane_fds;
 
 /* ---------------------------------------------------------------- states */
 
@@ -28,16 +29,22 @@ static const struct {
     const char *name;
     bool timed;
 } tx_states[] = {
-    /* entered: the flow's making. left: devflow_start connects and names it (OPEN); the
-     * endpoint fails or closes first (CLOSED) */
+    /* entered: the flow's making. left: devflow_start connects (CONNECTING); no descriptor
+     * to spare (CLOSED, a fallback); the endpoint fails or closes first (CLOSED) */
     [MCA_BTL_DEVMEM_DF_TX_NONE] = {"none", false},
-    /* entered: connected (the connect may still be completing: writes wait in the kernel)
-     * and named on the control connection. Its waits (room to send, zerocopy completions)
-     * are the kernel's: the liveness check (btl_devmem_peer_timeout) notices a peer that
-     * stops acknowledging; a timer here would also end a correct job whose receiver is
-     * merely slow. left: the endpoint fails or closes (CLOSED) */
+    /* entered: a connect started. Its timer is the attempt's: handshake_timeout, doubled
+     * for each attempt after the first. left: the connect completes, and the lane is named
+     * on the control connection (OPEN); the timer with attempts left connects again (here);
+     * a connect error, or the last attempt's timer, falls back (CLOSED) or, with mode
+     * require, fails the endpoint */
+    [MCA_BTL_DEVMEM_DF_TX_CONNECTING] = {"connecting", true},
+    /* entered: connected and named on the control connection. Its waits (room to send,
+     * zerocopy completions) are the kernel's: the liveness check (btl_devmem_peer_timeout)
+     * notices a peer that stops acknowledging; a timer here would also end a correct job
+     * whose receiver is merely slow. left: the peer closes it with nothing owed (CLOSED,
+     * quietly: it gave the lane up, or finalizes); the endpoint fails or closes (CLOSED) */
     [MCA_BTL_DEVMEM_DF_TX_OPEN] = {"open", false},
-    /* entered: from either, on failure or at finalize; final */
+    /* entered: from any, on failure, fallback or at finalize; final */
     [MCA_BTL_DEVMEM_DF_TX_CLOSED] = {"closed", false},
 };
 
@@ -49,7 +56,8 @@ static const struct {
      * connection is already held); the endpoint fails or closes (CLOSED) */
     [MCA_BTL_DEVMEM_DF_RX_NONE] = {"none", false},
     /* entered: a claim named a connection not yet accepted. left: that connection arrives
-     * (OPEN); the timeout, which fails the endpoint naming the peer (CLOSED) */
+     * (OPEN); the timeout: the lane falls back to the control connection (CLOSED) or, with
+     * mode require, the endpoint fails naming the peer */
     [MCA_BTL_DEVMEM_DF_RX_CLAIMED] = {"claimed", true},
     /* entered: adopted, its ledger open. Waits for gets' bytes only while gets are owed:
      * the peer's liveness covers that. left: the peer's orderly close with nothing owed, a
@@ -67,15 +75,21 @@ static void devflow_timeout(int fd, short flags, void *arg)
     mca_btl_devmem_dispatch_lock(); /* a libevent timer: out of the callbacks' way */
     df->timer_armed = false;
     if (MCA_BTL_DEVMEM_DF_RX_CLAIMED == df->rx_state) {
-        snprintf(why, sizeof(why), "the device flow it named (lane %u, port %u) did not "
-                 "arrive within %d s (btl_devmem_handshake_timeout)", df->lane,
-                 (unsigned) df->claim_port, mca_btl_devmem_component.handshake_timeout);
-        mca_btl_devmem_endpoint_fail(df->ep, why, 0);
+        snprintf(why, sizeof(why), "the connection it named (port %u) did not arrive within "
+                 "%d s (btl_devmem_handshake_timeout)", (unsigned) df->claim_port,
+                 mca_btl_devmem_component.handshake_timeout);
+        if (mca_btl_devmem_devflow_fall_back(df, false, why)) {
+            mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_CLOSED, why);
+        }
+    }
+    if (MCA_BTL_DEVMEM_DF_TX_CONNECTING == df->tx_state) {
+        mca_btl_devmem_devflow_tx_timeout(df);
     }
     mca_btl_devmem_dispatch_unlock();
 }
 
-/* Arm the timer when either side is in a timed state, disarm it otherwise. */
+/* Arm the timer when either side is in a timed state, disarm it otherwise. A connecting
+ * sending side waits twice as long at each attempt. */
 static void rearm(struct mca_btl_devmem_devflow *df)
 {
     bool timed = tx_states[df->tx_state].timed || rx_states[df->rx_state].timed;
@@ -85,11 +99,63 @@ static void rearm(struct mca_btl_devmem_devflow *df)
         df->timer_armed = false;
     } else if (!df->timer_armed && timed) {
         int secs = mca_btl_devmem_component.handshake_timeout;
-        struct timeval tv = {secs > 0 ? secs : 1, 0};
+        unsigned int shift = MCA_BTL_DEVMEM_DF_TX_CONNECTING == df->tx_state
+                             && df->tx_attempts > 1 ? df->tx_attempts - 1 : 0;
+        struct timeval tv = {(secs > 0 ? secs : 1) << (shift < 4 ? shift : 4), 0};
 
         opal_event_evtimer_add(&df->timer, &tv);
         df->timer_armed = true;
     }
+}
+
+/* Re-arm: the timer of a state entered again (a new connect attempt) starts over. */
+static void rearm_anew(struct mca_btl_devmem_devflow *df)
+{
+    if (df->timer_armed) {
+        opal_event_del(&df->timer);
+        df->timer_armed = false;
+    }
+    rearm(df);
+}
+
+bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool sending,
+                                      const char *why)
+{
+    static bool said;
+    char msg[320];
+
+    snprintf(msg, sizeof(msg), "device-flow lane %u %s %s: %s", df->lane,
+             sending ? "to" : "from", OPAL_NAME_PRINT(df->ep->peer->name), why);
+    if (mca_btl_devmem_dev_required()) {
+        char fatal[400];
+
+        snprintf(fatal, sizeof(fatal), "%s; btl_devmem_mode require asks for the device path",
+                 msg);
+        mca_btl_devmem_endpoint_fail(df->ep, fatal, 0);
+        return false;
+    }
+    mca_btl_devmem_component.stats.devflow_fallbacks++;
+    if (!said) {
+        said = true;
+        DEVMEM_VERBOSE(1, "%s; its gets take the control connection (said once: "
+                       "devflow_fallbacks counts them)", msg);
+    } else {
+        DEVMEM_VERBOSE(10, "%s; its gets take the control connection", msg);
+    }
+    return true;
+}
+
+bool mca_btl_devmem_devflow_fd_spare(void)
+{
+    rlim_t budget = mca_btl_devmem_nofile_free_at_init() / 2;
+    size_t held = unclaimed_ready ? opal_list_get_size(&unclaimed) : 0;
+
+    return (rlim_t) lane_fds + held < budget;
+}
+
+void mca_btl_devmem_devflow_fd_count(int delta)
+{
+    lane_fds = (unsigned int) ((int) lane_fds + delta);
 }
 
 void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
@@ -99,7 +165,7 @@ void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
                    OPAL_NAME_PRINT(df->ep->peer->name), tx_states[df->tx_state].name,
                    tx_states[s].name, why);
     df->tx_state = s;
-    rearm(df);
+    rearm_anew(df);
 }
 
 void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
@@ -187,6 +253,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
     OPAL_THREAD_LOCK(&ep->lock);
     df->rx_sd = sd;
     OPAL_THREAD_UNLOCK(&ep->lock);
+    mca_btl_devmem_devflow_fd_count(1);
     df->rx_dev = dev;
     mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_OPEN, "adopted");
     mca_btl_devmem_tune_socket(sd);
@@ -230,13 +297,16 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
         }
     }
     unclaimed_init();
-    if (opal_list_get_size(&unclaimed) >= DEVFLOW_UNCLAIMED_MAX) {
-        mca_btl_devmem_held_drop((mca_btl_devmem_held_t *) opal_list_get_first(&unclaimed),
-                                 "too many unnamed device-flow connections");
+    if (!mca_btl_devmem_devflow_fd_spare()) {
+        /* the claim that names it times out, and that lane falls back */
+        DEVMEM_VERBOSE(10, "refused a device-flow connection on %s: the device flows hold "
+                       "their share of the descriptors", dev->module->itf.name);
+        close(sd);
+        return;
     }
     /* held unread: its bytes are the peer's payload, which may land in device memory */
-    (void) mca_btl_devmem_held_new(&unclaimed, sd, addr, port, dev, dev->module->itf.name,
-                                   "device-flow connection",
+    (void) mca_btl_devmem_held_new(&unclaimed, sd, addr, port, dev, &dev->listener,
+                                   dev->module->itf.name, "device-flow connection",
                                    "no control connection named it before the handshake "
                                    "timeout",
                                    NULL);
@@ -288,7 +358,7 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
         struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
 
         if (NULL != df) {
-            mca_btl_devmem_devflow_tx_close(df, orderly);
+            mca_btl_devmem_devflow_tx_close(df, orderly, NULL);
             mca_btl_devmem_devflow_rx_close(df);
         }
     }

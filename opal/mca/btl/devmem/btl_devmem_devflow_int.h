@@ -23,9 +23,12 @@ BEGIN_C_DECLS
 /* The sending side's states; the table with how each is entered and left is in
  * btl_devmem_devflow.c (tx_states), and every change goes through devflow_tx_state. */
 enum mca_btl_devmem_devflow_tx_state {
-    MCA_BTL_DEVMEM_DF_TX_NONE,   /* no connection to the peer's device-flow port */
-    MCA_BTL_DEVMEM_DF_TX_OPEN,   /* connected (or connecting) and named: answering gets */
-    MCA_BTL_DEVMEM_DF_TX_CLOSED, /* closed: after a failure or at finalize; final */
+    MCA_BTL_DEVMEM_DF_TX_NONE,       /* no connection to the peer's device-flow port */
+    MCA_BTL_DEVMEM_DF_TX_CONNECTING, /* an attempt at connecting is under way, or the next
+                                      * one waits for the timer */
+    MCA_BTL_DEVMEM_DF_TX_OPEN,       /* connected and named: answering gets */
+    MCA_BTL_DEVMEM_DF_TX_CLOSED,     /* closed: after a failure, a fallback or at finalize;
+                                      * final */
 };
 
 /* The receiving side's states (rx_states in btl_devmem_devflow.c, devflow_rx_state). */
@@ -47,7 +50,8 @@ struct mca_btl_devmem_devflow {
 
     /* sending side: our connection to the peer's device-flow port */
     enum mca_btl_devmem_devflow_tx_state tx_state;
-    int tx_sd;
+    int tx_sd;                      /* CONNECTING: -1 between attempts */
+    unsigned int tx_attempts;       /* connects made so far */
     mca_btl_devmem_watch_t tx_watch; /* write: room to send; read: completions on the error
                                       * queue (real kernel) or the peer closing */
     opal_list_t tx_queue;           /* raw GET_RESP frags (no header on the wire) */
@@ -107,8 +111,32 @@ void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
                                      enum mca_btl_devmem_devflow_rx_state s, const char *why);
 
 /* Sending side of one lane: close it (orderly: queued answers get a bounded chance to
- * leave first); answers not sent or not completed complete with OPAL_ERR_UNREACH. */
-void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool orderly);
+ * leave first); answers not sent or not completed complete with OPAL_ERR_UNREACH. why: the
+ * reason its state gives (NULL: finalize or the endpoint's failure, as orderly says). */
+void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool orderly,
+                                     const char *why);
+/* Sending side: the lane's timer ran out while it connects (an attempt took too long, or the
+ * pause before the next one is over). */
+void mca_btl_devmem_devflow_tx_timeout(struct mca_btl_devmem_devflow *df);
+
+/* Connects a lane tries before it falls back (each waits twice as long as the one before,
+ * from handshake_timeout): the kernel retransmits a lost SYN after 1, 3 and 7 s, and a
+ * fresh connect starts that backoff again. */
+#define MCA_BTL_DEVMEM_CONNECT_ATTEMPTS 3
+
+/* A side of a lane cannot be made or kept (sending: no descriptor to spare, its connects
+ * failed; receiving: the connection it was promised never came). Returns true when the
+ * lane may fall back to the control connection (counted in devflow_fallbacks, the first
+ * time said at verbosity 1): the caller closes that side. false: btl_devmem_mode require
+ * asks for the device path, and the endpoint has failed with why. */
+bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool sending,
+                                      const char *why);
+
+/* Device-flow descriptors: whether one more fits the budget (half of what was free at
+ * init, both directions and the unclaimed ones together, so that control connections
+ * always find one), and the count of those the lanes hold. */
+bool mca_btl_devmem_devflow_fd_spare(void);
+void mca_btl_devmem_devflow_fd_count(int delta);
 
 /* Receiving side: readiness callback of an adopted connection (arg: its lane). */
 void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg);

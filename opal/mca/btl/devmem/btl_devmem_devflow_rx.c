@@ -77,6 +77,7 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
             k->ops->sock_close(k, sd);
         }
         close(sd);
+        mca_btl_devmem_devflow_fd_count(-1);
     }
 }
 

@@ -21,13 +21,159 @@
 
 static void tx_watch_cb(int sd, short flags, void *arg);
 
-/* Open lane `lane` to ep's peer: connect, then name it. 0, or -1 when ep failed. */
+/* What the watch of an open lane asks for: room while blocked; readable while the real
+ * kernel owes zerocopy completions, and always on a lane without zerocopy, whose peer
+ * closing it (it gave the lane up, or finalizes) frees our descriptor. A zerocopy lane is
+ * not watched idle: its error queue may hold stray notices that would keep it readable. */
+static short tx_want(struct mca_btl_devmem_devflow *df, bool blocked)
+{
+    return (short) ((blocked ? OPAL_EV_WRITE : 0)
+                    | (!df->tx_zerocopy || !opal_list_is_empty(&df->tx_wait) ? OPAL_EV_READ
+                                                                              : 0));
+}
+
+/* Close the socket of a connect attempt that failed or took too long. */
+static void attempt_close(struct mca_btl_devmem_devflow *df)
+{
+    if (df->tx_sd >= 0) {
+        (void) mca_btl_devmem_watch_set(&df->tx_watch, 0);
+        close(df->tx_sd);
+        df->tx_sd = -1;
+        mca_btl_devmem_devflow_fd_count(-1);
+    }
+}
+
+/* The lane cannot be made: it falls back to the control connection, or (mode require) the
+ * endpoint fails. */
+static void give_up(struct mca_btl_devmem_devflow *df, const char *why)
+{
+    attempt_close(df);
+    if (mca_btl_devmem_devflow_fall_back(df, true, why)) {
+        mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_CLOSED, why);
+    }
+}
+
+/* One attempt at connecting lane df: from this module's interface and address, the one the
+ * peer knows as our control connection's, so that the claim needs to name only the port.
+ * 0 (under way), or -errno. */
+static int attempt(struct mca_btl_devmem_devflow *df)
+{
+    mca_btl_devmem_endpoint_t *ep = df->ep;
+    int sd, rc;
+
+    if (!mca_btl_devmem_devflow_fd_spare()) {
+        return -EMFILE;
+    }
+    sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.devflow_port);
+    if (sd < 0) {
+        return sd;
+    }
+    df->tx_sd = sd;
+    df->tx_attempts++;
+    mca_btl_devmem_devflow_fd_count(1);
+    mca_btl_devmem_watch_init(&df->tx_watch, sd, tx_watch_cb, df);
+    if (0 != (rc = mca_btl_devmem_watch_set(&df->tx_watch, OPAL_EV_WRITE))) {
+        attempt_close(df);
+        return rc;
+    }
+    mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_CONNECTING,
+                                    1 == df->tx_attempts ? "connecting" : "connecting again");
+    return 0;
+}
+
+/* The connect completed: set devmem TX up and name the lane on the control connection. */
+static void connected(struct mca_btl_devmem_devflow *df)
+{
+    mca_btl_devmem_endpoint_t *ep = df->ep;
+    mca_btl_devmem_frag_t *claim;
+    uint16_t port = 0;
+    int err = 0, rc;
+    socklen_t len = sizeof(err);
+    char why[96];
+
+    if (0 != getsockopt(df->tx_sd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+        err = errno;
+    }
+    if (0 == err && 0 != (rc = mca_btl_devmem_local_port(df->tx_sd, &port))) {
+        err = -rc;
+    }
+    if (0 != err) {
+        snprintf(why, sizeof(why), "connect failed: %s", strerror(err));
+        if (df->tx_attempts >= MCA_BTL_DEVMEM_CONNECT_ATTEMPTS) {
+            give_up(df, why);
+        } else {
+            /* the next attempt when this one's time is up (the lane's timer runs on) */
+            DEVMEM_VERBOSE(10, "device flow %u to %s: %s", df->lane,
+                           OPAL_NAME_PRINT(ep->peer->name), why);
+            attempt_close(df);
+        }
+        return;
+    }
+    if (NULL != ep->module->dev) {
+        struct devmem_err e;
+
+        /* devmem TX needs zerocopy sends; without it every answer is a plain send */
+        df->tx_zerocopy = 0 == devmem_tx_socket_setup(df->tx_sd, NULL, &e)
+                          && 0 == devmem_tx_tracker_init(&df->tracker, &e);
+        if (!df->tx_zerocopy) {
+            DEVMEM_VERBOSE(1, "devmem TX off on device flow %u to %s: %s", df->lane,
+                           OPAL_NAME_PRINT(ep->peer->name), e.msg);
+        }
+    }
+    claim = mca_btl_devmem_frag_alloc(0);
+    if (NULL == claim) {
+        mca_btl_devmem_endpoint_fail(ep, "out of memory naming the device flow", ENOMEM);
+        return;
+    }
+    claim->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    mca_btl_devmem_frag_prepare_write(claim);
+    claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
+    claim->hdr.tag = (uint8_t) df->lane;
+    claim->hdr.addr = 0; /* reserved: the address is the control connection's */
+    claim->hdr.id = port;
+    mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_OPEN, "connected and named");
+    if (0 != (rc = mca_btl_devmem_watch_set(&df->tx_watch, tx_want(df, false)))) {
+        mca_btl_devmem_frag_return(claim);
+        mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
+        return;
+    }
+    if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
+        mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
+        return;
+    }
+    DEVMEM_VERBOSE(20, "device flow %u to %s from port %u", df->lane,
+                   OPAL_NAME_PRINT(ep->peer->name), (unsigned) port);
+}
+
+void mca_btl_devmem_devflow_tx_timeout(struct mca_btl_devmem_devflow *df)
+{
+    char why[128];
+    int rc;
+
+    if (df->tx_attempts >= MCA_BTL_DEVMEM_CONNECT_ATTEMPTS) {
+        snprintf(why, sizeof(why), "not connected after %u attempts "
+                 "(btl_devmem_handshake_timeout %d s, doubled each time)", df->tx_attempts,
+                 mca_btl_devmem_component.handshake_timeout);
+        give_up(df, why);
+        return;
+    }
+    DEVMEM_VERBOSE(10, "device flow %u to %s: connect attempt %u %s; trying again", df->lane,
+                   OPAL_NAME_PRINT(df->ep->peer->name), df->tx_attempts,
+                   df->tx_sd >= 0 ? "timed out" : "failed");
+    attempt_close(df);
+    if (0 != (rc = attempt(df))) {
+        snprintf(why, sizeof(why), "cannot connect: %s", strerror(-rc));
+        give_up(df, why);
+    }
+}
+
+/* Open lane `lane` to ep's peer. 0, 1 when no further lane should be tried (this one fell
+ * back for want of descriptors), or -1 when ep failed. */
 static int start_lane(mca_btl_devmem_endpoint_t *ep, unsigned int lane)
 {
     struct mca_btl_devmem_devflow *df;
-    uint16_t port = 0;
-    mca_btl_devmem_frag_t *claim;
-    int sd, rc;
+    char why[96];
+    int rc;
 
     if (NULL == (df = mca_btl_devmem_devflow_of(ep, lane))) {
         mca_btl_devmem_endpoint_fail(ep, "out of memory for a device flow", ENOMEM);
@@ -36,50 +182,16 @@ static int start_lane(mca_btl_devmem_endpoint_t *ep, unsigned int lane)
     if (MCA_BTL_DEVMEM_DF_TX_NONE != df->tx_state) {
         return 0;
     }
-    /* leave through this module's interface, from its address: the one the peer knows as
-     * our control connection's, so that the claim needs to name only the port */
-    sd = mca_btl_devmem_connect_socket(&ep->module->itf, &ep->remote, ep->remote.devflow_port);
-    if (sd < 0) {
-        mca_btl_devmem_endpoint_fail(ep, "cannot connect the device flow", -sd);
+    if (0 == (rc = attempt(df))) {
+        return 0;
+    }
+    snprintf(why, sizeof(why), "cannot connect: %s", -EMFILE == rc && 0 == df->tx_attempts
+             ? "the device flows hold their share of the descriptors" : strerror(-rc));
+    give_up(df, why);
+    if (MCA_BTL_DEVMEM_EP_FAILED == ep->state) {
         return -1;
     }
-    if (0 != (rc = mca_btl_devmem_local_port(sd, &port))) {
-        close(sd);
-        mca_btl_devmem_endpoint_fail(ep, "cannot name the device flow", -rc);
-        return -1;
-    }
-    df->tx_sd = sd;
-    mca_btl_devmem_watch_init(&df->tx_watch, sd, tx_watch_cb, df);
-    if (NULL != ep->module->dev) {
-        struct devmem_err e;
-
-        /* devmem TX needs zerocopy sends; without it every answer is a plain send */
-        df->tx_zerocopy = 0 == devmem_tx_socket_setup(sd, NULL, &e)
-                          && 0 == devmem_tx_tracker_init(&df->tracker, &e);
-        if (!df->tx_zerocopy) {
-            DEVMEM_VERBOSE(1, "devmem TX off on device flow %u to %s: %s", lane,
-                           OPAL_NAME_PRINT(ep->peer->name), e.msg);
-        }
-    }
-    claim = mca_btl_devmem_frag_alloc(0);
-    if (NULL == claim) {
-        mca_btl_devmem_endpoint_fail(ep, "out of memory naming the device flow", ENOMEM);
-        return -1;
-    }
-    claim->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
-    mca_btl_devmem_frag_prepare_write(claim);
-    claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
-    claim->hdr.tag = (uint8_t) lane;
-    claim->hdr.addr = 0; /* reserved: the address is the control connection's */
-    claim->hdr.id = port;
-    mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_OPEN, "connected and named");
-    if (mca_btl_devmem_endpoint_send(ep, claim) < 0) {
-        mca_btl_devmem_frag_return(claim); /* the endpoint failed and said so */
-        return -1;
-    }
-    DEVMEM_VERBOSE(20, "device flow %u to %s from port %u", lane,
-                   OPAL_NAME_PRINT(ep->peer->name), (unsigned) port);
-    return 0;
+    return -EMFILE == rc || -ENFILE == rc ? 1 : 0;
 }
 
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
@@ -217,10 +329,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
     }
     if (0 == rc) {
         /* writable while blocked; readable while the real kernel still owes completions */
-        rc = mca_btl_devmem_watch_set(&df->tx_watch,
-                                      (short) ((blocked ? OPAL_EV_WRITE : 0)
-                                               | (opal_list_is_empty(&df->tx_wait)
-                                                      ? 0 : OPAL_EV_READ)));
+        rc = mca_btl_devmem_watch_set(&df->tx_watch, tx_want(df, blocked));
         if (rc < 0) {
             snprintf(why, sizeof(why), "cannot watch the device flow: %s", strerror(-rc));
             rc = -1;
@@ -237,22 +346,36 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
     }
 }
 
-/* Writable: room for what is queued. Readable on our sending side: completions on the
- * error queue, or the peer closing. */
+/* Writable: the connect completed, or room for what is queued. Readable on our sending
+ * side: completions on the error queue, or the peer closing. */
 static void tx_watch_cb(int sd, short flags, void *arg)
 {
     struct mca_btl_devmem_devflow *df = arg;
     mca_btl_devmem_endpoint_t *ep = df->ep;
     size_t before = opal_list_get_size(&df->tx_wait);
+    ssize_t n;
     char c;
 
     mca_btl_devmem_progress_activity();
+    if (MCA_BTL_DEVMEM_DF_TX_CONNECTING == df->tx_state) {
+        connected(df);
+        return;
+    }
     tx_progress(df);
-    if ((flags & OPAL_EV_READ) && MCA_BTL_DEVMEM_DF_TX_OPEN == df->tx_state
-        && before == opal_list_get_size(&df->tx_wait)
-        && 0 == recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK)) {
-        mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with devmem sends "
-                                     "not yet completed", 0);
+    if (!(flags & OPAL_EV_READ) || MCA_BTL_DEVMEM_DF_TX_OPEN != df->tx_state
+        || before != opal_list_get_size(&df->tx_wait)) {
+        return;
+    }
+    /* nothing ever comes the other way on a device flow: readable is the peer closing */
+    n = recv(df->tx_sd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+    if (n > 0 || (n < 0 && (EAGAIN == errno || EWOULDBLOCK == errno || EINTR == errno))) {
+        return;
+    }
+    if (opal_list_is_empty(&df->tx_queue) && opal_list_is_empty(&df->tx_wait)) {
+        mca_btl_devmem_devflow_tx_close(df, false, "the peer closed it");
+    } else {
+        mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with answers not yet "
+                                     "sent or completed", n < 0 ? errno : 0);
     }
 }
 
@@ -303,7 +426,8 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
     return 0;
 }
 
-void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool orderly)
+void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool orderly,
+                                     const char *why)
 {
     mca_btl_devmem_endpoint_t *ep = df->ep;
     opal_list_item_t *item;
@@ -327,6 +451,7 @@ void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool ord
         }
         close(df->tx_sd);
         df->tx_sd = -1;
+        mca_btl_devmem_devflow_fd_count(-1);
     }
     while (NULL != (item = opal_list_remove_first(&df->tx_queue))) {
         mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
@@ -341,7 +466,9 @@ void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool ord
     }
     if (MCA_BTL_DEVMEM_DF_TX_CLOSED != df->tx_state) {
         mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_CLOSED,
-                                        orderly ? "finalize" : "the endpoint failed");
+                                        NULL != why ? why
+                                        : orderly   ? "finalize"
+                                                    : "the endpoint failed");
     }
 }
 

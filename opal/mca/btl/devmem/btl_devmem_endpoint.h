@@ -37,6 +37,7 @@ struct mca_btl_base_endpoint_t {
                                     * Threads) */
     opal_event_t timer;            /* the timeout of a waiting state (btl_devmem_conn.c) */
     bool timer_armed;
+    unsigned int conn_attempts;    /* connects made since the peer last answered */
     bool conn_counted;             /* counted among the live connections (progress.c) */
     mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
 

@@ -295,7 +295,7 @@ static void btl_dump(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     mca_btl_devmem_module_t *m = (mca_btl_devmem_module_t *) btl;
 
     opal_output(0, "btl:devmem: module %u on %s port %u", m->index, m->itf.name,
-                (unsigned) m->listen_port);
+                (unsigned) m->listener.port);
     if (NULL != ep) {
         opal_output(0, "btl:devmem:   peer %s: %s, %zu queued, %zu gets pending, %zu bytes "
                     "owed on the device flow",

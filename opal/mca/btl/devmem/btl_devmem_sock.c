@@ -6,11 +6,13 @@
 #include "opal_config.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -128,11 +130,148 @@ int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
     return sd;
 }
 
+/* ---------------------------------------------------------------- descriptors */
+
+static rlim_t nofile_cur = 1024, nofile_free = 1024;
+
+/* Descriptors open now: the entries of /proc/self/fd (the directory's own not counted). */
+static rlim_t fds_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    rlim_t n = 0;
+
+    if (NULL == d) {
+        return 0;
+    }
+    while (NULL != (e = readdir(d))) {
+        n += '.' != e->d_name[0];
+    }
+    closedir(d);
+    return n > 0 ? n - 1 : 0;
+}
+
+void mca_btl_devmem_nofile_init(void)
+{
+    struct rlimit rl;
+    rlim_t open_now;
+
+    if (0 != getrlimit(RLIMIT_NOFILE, &rl)) {
+        return;
+    }
+    /* a job of many peers needs descriptors: the hard limit is what the admin allows us */
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+
+        rl.rlim_cur = rl.rlim_max;
+        if (0 == setrlimit(RLIMIT_NOFILE, &rl)) {
+            DEVMEM_VERBOSE(10, "raised the descriptor limit (RLIMIT_NOFILE) from %llu to %llu",
+                           (unsigned long long) was, (unsigned long long) rl.rlim_cur);
+        } else {
+            rl.rlim_cur = was; /* an infinite hard limit above the kernel's nr_open */
+        }
+    }
+    nofile_cur = RLIM_INFINITY == rl.rlim_cur ? (rlim_t) 1 << 20 : rl.rlim_cur;
+    open_now = fds_open();
+    nofile_free = nofile_cur > open_now ? nofile_cur - open_now : 0;
+    DEVMEM_VERBOSE(10, "descriptors: limit %llu, %llu open at start; device flows may take %llu",
+                   (unsigned long long) nofile_cur, (unsigned long long) open_now,
+                   (unsigned long long) (nofile_free / 2));
+}
+
+rlim_t mca_btl_devmem_nofile(void)
+{
+    return nofile_cur;
+}
+
+rlim_t mca_btl_devmem_nofile_free_at_init(void)
+{
+    return nofile_free;
+}
+
 /* ---------------------------------------------------------------- accepting */
 
-void mca_btl_devmem_accept_all(int lsd, const char *where, mca_btl_devmem_accepted_fn cb,
-                               void *arg)
+/* Pauses while accept finds no descriptor: from 10 ms, doubling to 1 s. The listen socket is
+ * level-triggered, so without a pause every progress call would fail an accept again. */
+#define ACCEPT_PAUSE_MIN_MS 10u
+#define ACCEPT_PAUSE_MAX_MS 1000u
+
+static void listener_cb(int lsd, short flags, void *arg);
+
+static void listener_resume(int fd, short flags, void *arg)
 {
+    struct mca_btl_devmem_listener *l = arg;
+
+    mca_btl_devmem_dispatch_lock(); /* a libevent timer: out of the callbacks' way */
+    l->paused = false;
+    if (l->fd >= 0 && 0 != mca_btl_devmem_watch_set(&l->watch, OPAL_EV_READ)) {
+        DEVMEM_VERBOSE(1, "cannot watch %s again: new connections wait in its backlog",
+                       l->where);
+    }
+    mca_btl_devmem_dispatch_unlock();
+}
+
+void mca_btl_devmem_listener_init(struct mca_btl_devmem_listener *l, const char *where,
+                                  mca_btl_devmem_accepted_fn cb, void *arg)
+{
+    l->fd = -1;
+    l->port = 0;
+    mca_btl_devmem_watch_init(&l->watch, -1, listener_cb, l);
+    snprintf(l->where, sizeof(l->where), "%s", where);
+    l->cb = cb;
+    l->arg = arg;
+    opal_event_evtimer_set(opal_sync_event_base, &l->resume, listener_resume, l);
+    l->paused = false;
+    l->pause_ms = ACCEPT_PAUSE_MIN_MS;
+    l->held = 0;
+}
+
+int mca_btl_devmem_listener_start(struct mca_btl_devmem_listener *l)
+{
+    mca_btl_devmem_watch_init(&l->watch, l->fd, listener_cb, l);
+    return mca_btl_devmem_watch_set(&l->watch, OPAL_EV_READ);
+}
+
+void mca_btl_devmem_listener_close(struct mca_btl_devmem_listener *l)
+{
+    (void) mca_btl_devmem_watch_set(&l->watch, 0);
+    if (l->paused) {
+        opal_event_del(&l->resume);
+        l->paused = false;
+    }
+    if (l->fd >= 0) {
+        close(l->fd);
+        l->fd = -1;
+    }
+}
+
+unsigned int mca_btl_devmem_listener_held_max(void)
+{
+    rlim_t cur = mca_btl_devmem_nofile();
+
+    return cur / 8 > 16 ? (unsigned int) (cur / 8 < UINT_MAX ? cur / 8 : UINT_MAX) : 16u;
+}
+
+/* No descriptor to accept with: stop watching the socket for a while (the connections wait
+ * in its backlog, their hellos in their buffers), longer each time in a row. */
+static void listener_pause(struct mca_btl_devmem_listener *l, int err)
+{
+    struct timeval tv = {l->pause_ms / 1000u, (l->pause_ms % 1000u) * 1000};
+
+    mca_btl_devmem_component.stats.accept_pauses++;
+    DEVMEM_VERBOSE(5, "accept on %s: %s; pausing it for %u ms", l->where, strerror(err),
+                   l->pause_ms);
+    (void) mca_btl_devmem_watch_set(&l->watch, 0);
+    opal_event_evtimer_add(&l->resume, &tv);
+    l->paused = true;
+    l->pause_ms = l->pause_ms * 2 < ACCEPT_PAUSE_MAX_MS ? l->pause_ms * 2 : ACCEPT_PAUSE_MAX_MS;
+}
+
+/* Accept everything waiting on the listener, handing each connection to its callback. */
+static void listener_cb(int lsd, short flags, void *arg)
+{
+    struct mca_btl_devmem_listener *l = arg;
+
     for (;;) {
         struct sockaddr_storage from;
         socklen_t len = sizeof(from);
@@ -141,22 +280,39 @@ void mca_btl_devmem_accept_all(int lsd, const char *where, mca_btl_devmem_accept
         int sd = accept4(lsd, (struct sockaddr *) &from, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (sd < 0) {
-            if (EINTR == errno) {
+            if (EINTR == errno || ECONNABORTED == errno) {
                 continue;
             }
-            if (EAGAIN != errno && EWOULDBLOCK != errno) {
-                DEVMEM_VERBOSE(5, "accept on %s: %s", where, strerror(errno));
+            if (EMFILE == errno || ENFILE == errno || ENOBUFS == errno || ENOMEM == errno) {
+                listener_pause(l, errno);
+            } else if (EAGAIN != errno && EWOULDBLOCK != errno) {
+                DEVMEM_VERBOSE(5, "accept on %s: %s", l->where, strerror(errno));
             }
             return;
         }
+        l->pause_ms = ACCEPT_PAUSE_MIN_MS;
         if (0 != mca_btl_devmem_ip_from_sockaddr((struct sockaddr *) &from, &addr, &port)) {
             close(sd); /* not of a family we listen for */
             continue;
         }
-        cb(arg, sd, &addr, ntohs(port));
+        l->cb(l->arg, sd, &addr, ntohs(port));
     }
 }
 
+/*
+ * What TCP_INFO says, by state:
+ *   tcpi_unacked        segments sent and not yet acknowledged; in SYN_SENT that is the SYN
+ *                       itself (1), whatever has happened to it
+ *   tcpi_last_ack_recv  milliseconds since the last acknowledgement came in (the kernel's
+ *                       rcv_tstamp). Before the first one (SYN_SENT) the stamp is 0, and the
+ *                       field reads as the time since boot plus the jiffies' 5-minute head
+ *                       start: a number of minutes that says nothing about the peer
+ *   tcpi_state          ESTABLISHED, and the closing states with data still unacknowledged
+ *                       (FIN_WAIT1, CLOSE_WAIT, CLOSING, LAST_ACK), have had an ACK from the
+ *                       peer, so only there does "unacked for N ms" describe the peer
+ * A connect still under way is judged by its own timeout (btl_devmem_handshake_timeout, with
+ * retries), never here.
+ */
 unsigned int mca_btl_devmem_sock_unacked_for(int sd)
 {
     struct tcp_info ti;
@@ -165,7 +321,16 @@ unsigned int mca_btl_devmem_sock_unacked_for(int sd)
     if (sd < 0 || 0 != getsockopt(sd, IPPROTO_TCP, TCP_INFO, &ti, &len) || 0 == ti.tcpi_unacked) {
         return 0;
     }
-    return ti.tcpi_last_ack_recv / 1000u;
+    switch (ti.tcpi_state) {
+    case TCP_ESTABLISHED:
+    case TCP_FIN_WAIT1:
+    case TCP_CLOSE_WAIT:
+    case TCP_CLOSING:
+    case TCP_LAST_ACK:
+        return ti.tcpi_last_ack_recv / 1000u;
+    default: /* not synchronized yet (SYN_SENT, SYN_RECV), or nothing left in flight */
+        return 0;
+    }
 }
 
 /* ---------------------------------------------------------------- held connections */
@@ -178,7 +343,7 @@ static void held_timeout(int fd, short flags, void *arg)
     mca_btl_devmem_held_t *h = arg;
 
     mca_btl_devmem_dispatch_lock();
-    mca_btl_devmem_held_drop(h, h->expired);
+    mca_btl_devmem_held_drop(h, MCA_BTL_DEVMEM_HELD_STRANGER, h->expired);
     mca_btl_devmem_dispatch_unlock();
 }
 
@@ -189,10 +354,25 @@ static void held_readable(int fd, short flags, void *arg)
     h->on_read(h);
 }
 
+/* The oldest connection on list that came from listener l. */
+static mca_btl_devmem_held_t *oldest_from(opal_list_t *list, struct mca_btl_devmem_listener *l)
+{
+    mca_btl_devmem_held_t *h;
+
+    OPAL_LIST_FOREACH (h, list, mca_btl_devmem_held_t) {
+        if (h->from == l) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
 mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
                                                const struct mca_btl_devmem_ip *addr,
-                                               uint16_t port, void *owner, const char *itf,
-                                               const char *kind, const char *expired,
+                                               uint16_t port, void *owner,
+                                               struct mca_btl_devmem_listener *from,
+                                               const char *itf, const char *kind,
+                                               const char *expired,
                                                mca_btl_devmem_held_read_fn on_read)
 {
     int secs = mca_btl_devmem_component.handshake_timeout;
@@ -204,9 +384,22 @@ mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
         close(sd);
         return NULL;
     }
+    /* a stranger holding connections open must not take every descriptor: the oldest goes
+     * (a peer's connection says hello at once, so the oldest is the likeliest stranger; a
+     * peer that was dropped connects again) */
+    while (from->held >= mca_btl_devmem_listener_held_max()) {
+        mca_btl_devmem_held_t *old = oldest_from(list, from);
+
+        if (NULL == old) {
+            break;
+        }
+        mca_btl_devmem_held_drop(old, MCA_BTL_DEVMEM_HELD_STRANGER,
+                                 "too many connections waiting on this port");
+    }
     h->list = list;
     h->sd = sd;
     h->owner = owner;
+    h->from = from;
     h->itf = itf;
     h->kind = kind;
     h->expired = expired;
@@ -223,22 +416,29 @@ mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
         OBJ_RELEASE(h);
         return NULL;
     }
+    from->held++;
     opal_list_append(list, &h->super);
     opal_event_evtimer_set(opal_sync_event_base, &h->timer, held_timeout, h);
     opal_event_evtimer_add(&h->timer, &tv);
     return h;
 }
 
-void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, const char *why)
+void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, enum mca_btl_devmem_held_end end,
+                              const char *why)
 {
     (void) mca_btl_devmem_watch_set(&h->watch, 0);
     opal_event_del(&h->timer);
     opal_list_remove_item(h->list, &h->super);
+    h->from->held--;
     if (h->sd >= 0) {
         close(h->sd);
     }
-    if (NULL != why) {
+    if (MCA_BTL_DEVMEM_HELD_STRANGER == end) {
         mca_btl_devmem_component.stats.conn_refused++;
+    } else if (MCA_BTL_DEVMEM_HELD_RACE == end) {
+        mca_btl_devmem_component.stats.conn_races++;
+    }
+    if (NULL != why) {
         DEVMEM_VERBOSE(5, "dropped a %s from %s on %s: %s", h->kind, h->peer, h->itf, why);
     }
     OBJ_RELEASE(h);
@@ -249,7 +449,7 @@ int mca_btl_devmem_held_take(mca_btl_devmem_held_t *h)
     int sd = h->sd;
 
     h->sd = -1;
-    mca_btl_devmem_held_drop(h, NULL);
+    mca_btl_devmem_held_drop(h, MCA_BTL_DEVMEM_HELD_QUIET, NULL);
     return sd;
 }
 
@@ -258,7 +458,8 @@ void mca_btl_devmem_held_drop_all(opal_list_t *list)
     opal_list_item_t *item;
 
     while (NULL != (item = opal_list_get_first(list)) && item != opal_list_get_end(list)) {
-        mca_btl_devmem_held_drop((mca_btl_devmem_held_t *) item, NULL);
+        mca_btl_devmem_held_drop((mca_btl_devmem_held_t *) item, MCA_BTL_DEVMEM_HELD_QUIET,
+                                 NULL);
     }
 }
 

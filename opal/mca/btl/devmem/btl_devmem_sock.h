@@ -10,6 +10,8 @@
 
 #include "btl_devmem.h"
 
+#include <sys/resource.h>
+
 BEGIN_C_DECLS
 
 /* A non-blocking TCP socket of the interface's family, bound to its address and `port` (host
@@ -28,7 +30,8 @@ int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, u
 void mca_btl_devmem_tune_socket(int sd);
 
 /* Seconds since sd's peer last acknowledged data that is still in flight; 0 when nothing is
- * in flight, or the kernel does not say. Tells a dead or cut-off host from a busy process. */
+ * in flight, the connection is not established yet (a connect under way has its own timeout)
+ * or the kernel does not say. Tells a dead or cut-off host from a busy process. */
 unsigned int mca_btl_devmem_sock_unacked_for(int sd);
 
 /* The congestion control new TCP sockets of this network namespace get (TCP_CONGESTION of
@@ -42,21 +45,35 @@ int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
                                   const struct mca_btl_devmem_modex_addr *remote,
                                   uint16_t port_net);
 
-/* An accepted connection: non-blocking, close-on-exec, from addr:port (host order). It is
- * the callee's to keep or close. */
-typedef void (*mca_btl_devmem_accepted_fn)(void *arg, int sd,
-                                           const struct mca_btl_devmem_ip *addr, uint16_t port);
+/* At component init: raise the soft descriptor limit (RLIMIT_NOFILE) to the hard one, said
+ * at verbose 10, and count the descriptors open then. */
+void mca_btl_devmem_nofile_init(void);
 
-/* Accept everything waiting on listen socket lsd, handing each connection to cb. `where`
- * names the socket in the message about a failed accept. */
-void mca_btl_devmem_accept_all(int lsd, const char *where, mca_btl_devmem_accepted_fn cb,
-                               void *arg);
+/* The soft descriptor limit in force, and how many descriptors were free at init. */
+rlim_t mca_btl_devmem_nofile(void);
+rlim_t mca_btl_devmem_nofile_free_at_init(void);
+
+/* A listener with no socket yet: where names it in messages, cb takes every connection it
+ * accepts. */
+void mca_btl_devmem_listener_init(struct mca_btl_devmem_listener *l, const char *where,
+                                  mca_btl_devmem_accepted_fn cb, void *arg);
+
+/* Watch l->fd (a listening socket, set by the caller) and accept from it. 0 or -errno. */
+int mca_btl_devmem_listener_start(struct mca_btl_devmem_listener *l);
+
+/* Stop accepting and close the socket (the connections it gave stay where they are). */
+void mca_btl_devmem_listener_close(struct mca_btl_devmem_listener *l);
+
+/* Most connections one listener may have held at once (no hello or claim yet): an eighth of
+ * the descriptor limit, at least 16; beyond it the oldest is dropped for the newest. */
+unsigned int mca_btl_devmem_listener_held_max(void);
 
 /*
  * A connection held with a timeout: accepted, not yet anybody's. A stranger's socket in the
  * handshake (btl_devmem_conn.c reads its hello) and a device-flow connection that no control
  * connection has named yet (btl_devmem_devflow.c) are both this. When handshake_timeout
- * passes first, it is dropped with `expired` as the reason, and counted (conn_refused).
+ * passes first, it is dropped with `expired` as the reason, and counted as a stranger
+ * (conn_refused); so is one dropped for the listener's cap.
  */
 typedef struct mca_btl_devmem_held mca_btl_devmem_held_t;
 typedef void (*mca_btl_devmem_held_read_fn)(mca_btl_devmem_held_t *h);
@@ -66,6 +83,7 @@ struct mca_btl_devmem_held {
     opal_list_t *list;              /* the list holding it */
     int sd;
     void *owner;                    /* the module (or device path) whose port it reached */
+    struct mca_btl_devmem_listener *from; /* ... and that port's listener */
     const char *itf;                /* ... and its interface's name, for messages */
     const char *kind;               /* "connection", "device-flow connection" */
     const char *expired;            /* why the timeout drops it */
@@ -81,19 +99,31 @@ struct mca_btl_devmem_held {
 };
 OBJ_CLASS_DECLARATION(mca_btl_devmem_held_t);
 
-/* Hold sd on list until it is taken or dropped. on_read: called when it is readable (NULL:
- * held unread). NULL when it cannot be held: sd is closed then. */
+/* Hold sd, accepted from listener `from`, on list until it is taken or dropped (the oldest
+ * of from's held connections is dropped first when it holds its cap). on_read: called when
+ * it is readable (NULL: held unread). NULL when it cannot be held: sd is closed then. */
 mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
                                                const struct mca_btl_devmem_ip *addr,
-                                               uint16_t port, void *owner, const char *itf,
-                                               const char *kind, const char *expired,
+                                               uint16_t port, void *owner,
+                                               struct mca_btl_devmem_listener *from,
+                                               const char *itf, const char *kind,
+                                               const char *expired,
                                                mca_btl_devmem_held_read_fn on_read);
 
 /* Its socket is the caller's now; the hold is gone. */
 int mca_btl_devmem_held_take(mca_btl_devmem_held_t *h);
 
-/* Close and forget it. why: counted and said (verbose 5); NULL: quietly (closing down). */
-void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, const char *why);
+/* Why a held connection goes. */
+enum mca_btl_devmem_held_end {
+    MCA_BTL_DEVMEM_HELD_QUIET,    /* closing down: not counted */
+    MCA_BTL_DEVMEM_HELD_STRANGER, /* a bad hello, silence, the cap: counted in conn_refused */
+    MCA_BTL_DEVMEM_HELD_RACE,     /* closed before saying anything: a peer's connect that lost
+                                   * a simultaneous connect, or a port scan; conn_races */
+};
+
+/* Close and forget it, counted as `end` says; why is said at verbose 5 (NULL: nothing). */
+void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, enum mca_btl_devmem_held_end end,
+                              const char *why);
 
 /* Drop everything on list quietly (component close). */
 void mca_btl_devmem_held_drop_all(opal_list_t *list);

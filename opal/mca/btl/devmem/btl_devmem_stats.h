@@ -28,7 +28,9 @@
     X(get_host, COUNTER, "bytes moved by get through host memory")                           \
     X(put_host, COUNTER, "bytes moved by put")                                               \
     X(conn_made, COUNTER, "connections that completed the handshake")                        \
-    X(conn_refused, COUNTER, "incoming connections dropped by the handshake checks")         \
+    X(conn_refused, COUNTER, "incoming connections of strangers dropped: a bad hello, silence, too many waiting") \
+    X(conn_races, COUNTER, "incoming connections closed before a byte of hello (lost connect races)") \
+    X(accept_pauses, COUNTER, "times accepting paused: no descriptor to accept with")      \
     X(conn_failed, COUNTER, "connections lost without an orderly close")                     \
     X(proto_errors, COUNTER, "connections closed for a malformed fragment")                  \
     X(writev_calls, COUNTER, "sendmsg calls on control connections")                         \
@@ -49,6 +51,7 @@
     X(host_gets_control, COUNTER, "gets into host memory kept on the control connection: the RX pool is device memory") \
     X(devflows, COUNTER, "device-flow connections adopted (receiving side)")                 \
     X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \
+    X(devflow_fallbacks, COUNTER, "device-flow lanes given up for the control connection (either side)") \
     X(devflow_lanes, HIGHWATER, "most device-flow lanes open from one peer (receiving side)") \
     X(devflow_chunks, COUNTER, "gets and chunks of gets asked on device-flow lanes")        \
     X(chunks_inflight_max, HIGHWATER, "most gets and chunks outstanding on one peer's lanes") \
