@@ -25,6 +25,12 @@
 #                          yields by itself when its connections are quiet; 1 for other BTLs,
 #                          since 2+2 ranks oversubscribe 2 cores), the test's BTL list and
 #                          extra arguments
+#   netns_loss PERMILLE [syn]
+#                          drop PERMILLE of every 1000 packets that arrive on the veth, in
+#                          both namespaces (syn: only connection requests, SYN without ACK),
+#                          with nftables' numgen random (this kernel has no netem); replaces
+#                          the rule of an earlier call; skips the test where nft is missing
+#   netns_loss_clear       no more drops
 #   netns_link_bytes [LINK] bytes sent on the veth (or LINK) so far, both directions together
 #   netns_cleanup          what the exit trap does (idempotent)
 #
@@ -147,6 +153,29 @@ netns_unshape() {
         tc -n "$ns" qdisc del dev "$NETNS_LINK" root 2>/dev/null
     done
     echo "netns: $NETNS_LINK unshaped"
+}
+
+netns_loss() {
+    local permille=$1 what=packets match= ns
+    command -v nft >/dev/null 2>&1 || devmem_skip "'nft' not found (nftables): no packet loss"
+    if [ "${2:-}" = syn ]; then
+        what="connection requests (SYN)" match="tcp flags & (syn | ack) == syn"
+    fi
+    netns_loss_clear
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        printf 'table inet devmem_loss {\n chain in {\n  type filter hook input priority 0; policy accept;\n  iifname "%s" %s numgen random mod 1000 < %s drop\n }\n}\n' \
+            "$NETNS_LINK" "$match" "$permille" | ip netns exec "$ns" nft -f - ||
+            _netns_setup_fail "cannot add the loss rule in $ns"
+    done
+    echo "netns: dropping $permille of 1000 $what arriving on $NETNS_LINK, both ends"
+}
+
+netns_loss_clear() {
+    local ns
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        ip netns exec "$ns" nft delete table inet devmem_loss 2>/dev/null
+    done
+    return 0
 }
 
 netns_link_bytes() { # [LINK]: the first veth by default
