@@ -23,13 +23,18 @@ netns_add_link "$data" 192.0.2.101 192.0.2.102
 NETNS_BTL_IF=$data
 
 # Jobs started by cut_start run side by side over the same data link, and see the same cut
-# (cut_now): the waits for the defaults' timeouts overlap instead of adding up.
+# (cut_now): the waits for the defaults' timeouts overlap instead of adding up. Each has a
+# TMPDIR of its own: mpiruns starting at once on one node name race to make the same
+# session directory (Open MPI 4.1: "A call to mkdir was unable to create the desired
+# directory ... File exists").
 cut_labels=() cut_jobs=() cut_outs=()
 cut_start() { # LABEL EXTRA-MCA-ARGS...
-    local label=$1 out
+    local label=$1 out tmp
     shift
     out=$DEVMEM_TEST_TMP/cut-${label// /-}.out
-    netns_mpirun 120 1 1 "$@" "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 100000 >"$out" 2>&1 &
+    tmp=$DEVMEM_TEST_TMP/tmp-${#cut_jobs[@]}
+    mkdir -p "$tmp"
+    TMPDIR=$tmp netns_mpirun 120 1 1 "$@" "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 100000 >"$out" 2>&1 &
     cut_labels+=("$label") cut_jobs+=($!) cut_outs+=("$out")
 }
 
