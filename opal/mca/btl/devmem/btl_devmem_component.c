@@ -137,9 +137,12 @@ static int component_register(void)
     c->handshake_timeout = 10;
     reg_int("handshake_timeout",
             "Seconds an incoming connection may take to send a valid hello before it is "
-            "dropped (strangers and stuck peers); also how long a connection of ours may "
-            "take to be set up and answered before the peer counts as lost, and how long a "
-            "peer that deferred ours has for its own connection before we connect again",
+            "dropped (strangers and stuck peers); also how long a connect of ours may take "
+            "before it is made again (3 attempts, each waiting twice as long as the one "
+            "before; then the peer counts as lost, or a device-flow lane falls back to the "
+            "control connection), how long our hello may go unanswered while the peer's host "
+            "does not acknowledge it, and how long a peer that deferred ours has for its own "
+            "connection before we connect again",
             OPAL_INFO_LVL_5, &c->handshake_timeout);
     c->keepalive = 10;
     reg_int("keepalive",
