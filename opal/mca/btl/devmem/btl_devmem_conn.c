@@ -506,7 +506,6 @@ static void hello_read(mca_btl_devmem_held_t *pa)
 static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, uint16_t port)
 {
     mca_btl_devmem_module_t *m = arg;
-
     mca_btl_devmem_held_t *h;
 
     mca_btl_devmem_tune_socket(sd);
