@@ -4,7 +4,9 @@
  * sizes, around the read-ahead's capacity and far beyond it, fed in 1-byte reads, reads of
  * random sizes and one whole read, with read-ahead buffers of several sizes. Every frame
  * must arrive once, in order, with its header and every payload byte intact, and a PUT's or
- * GET_RESP's payload where dest said. Exit 0 pass, 1 fail.
+ * GET_RESP's payload where dest said; also when the receiver of every SEND writes over the
+ * MCA_BTL_DEVMEM_RX_SLACK bytes past its payload, as Open MPI 5's ob1 does past a CID
+ * header. Exit 0 pass, 1 fail.
  */
 #include "btl_devmem_rxframe.h"
 
@@ -33,6 +35,9 @@ struct harness {
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+/* complete() writes over the slack past every SEND payload */
+static int scribble;
 
 static uint32_t rnd(void)
 {
@@ -98,6 +103,8 @@ static int complete(void *ctx, const struct mca_btl_devmem_hdr *h, char *body)
     } else if (MCA_BTL_DEVMEM_HDR_SEND == h->type) {
         if (p > 0 && (NULL == body || 0 != memcmp(body, f->payload, p))) {
             bad(t, "a SEND payload differs");
+        } else if (scribble && NULL != body) {
+            memset(body + p, 0x5a, MCA_BTL_DEVMEM_RX_SLACK);
         }
     } else if (p > 0 && (NULL == f->dest || 0 != memcmp(f->dest, f->payload, p))) {
         bad(t, "a PUT, GET_RESP or PUSH payload differs at its destination");
@@ -247,6 +254,7 @@ static int feed(struct mca_btl_devmem_rxframe *rf, const unsigned char *s, size_
 
 static void run(size_t cap, enum chunking how)
 {
+    const char *what = scribble ? ", the slack past each SEND written over" : "";
     struct frame frames[NFRAMES];
     struct harness t = {.frames = frames, .n = NFRAMES};
     struct mca_btl_devmem_rxframe rf;
@@ -259,8 +267,8 @@ static void run(size_t cap, enum chunking how)
     CHECK(0 == mca_btl_devmem_rxframe_start(&rf, cap), "read-ahead of %zu bytes", cap);
     rc = feed(&rf, s, len, how);
     CHECK(0 == rc && 0 == t.errors && NFRAMES == t.completed && NFRAMES == t.admitted,
-          "%zu-byte read-ahead, %s: %d of %d frames (%zu bytes) delivered intact%s%s (rc %d)",
-          cap, chunking_name[how], t.completed, NFRAMES, len, t.errors ? "; " : "",
+          "%zu-byte read-ahead, %s%s: %d of %d frames (%zu bytes) delivered intact%s%s (rc %d)",
+          cap, chunking_name[how], what, t.completed, NFRAMES, len, t.errors ? "; " : "",
           t.first_error, rc);
     CHECK(!rf.in_body && 0 == mca_btl_devmem_rxframe_partial(&rf),
           "%zu-byte read-ahead, %s: the stream ends between frames", cap, chunking_name[how]);
@@ -380,6 +388,12 @@ int main(void)
         run(caps[c], WHOLE);
         run(caps[c], HDR_FIRST);
     }
+    scribble = 1;
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+        run(caps[c], RANDOM);
+        run(caps[c], WHOLE);
+    }
+    scribble = 0;
     test_hdr_first();
     test_malformed();
     return check_finish();

@@ -20,7 +20,7 @@ void mca_btl_devmem_rxframe_init(struct mca_btl_devmem_rxframe *rf,
 int mca_btl_devmem_rxframe_start(struct mca_btl_devmem_rxframe *rf, size_t cap)
 {
     if (NULL == rf->buf) {
-        rf->buf = malloc(cap);
+        rf->buf = malloc(cap + MCA_BTL_DEVMEM_RX_SLACK);
         if (NULL == rf->buf) {
             return -ENOMEM;
         }
@@ -87,7 +87,7 @@ int mca_btl_devmem_rxframe_iov(struct mca_btl_devmem_rxframe *rf, struct iovec i
 static char *big_buffer(struct mca_btl_devmem_rxframe *rf, uint32_t size)
 {
     if (rf->big_cap < size) {
-        char *p = realloc(rf->big, size);
+        char *p = realloc(rf->big, (size_t) size + MCA_BTL_DEVMEM_RX_SLACK);
         if (NULL == p) {
             return NULL;
         }
@@ -95,6 +95,24 @@ static char *big_buffer(struct mca_btl_devmem_rxframe *rf, uint32_t size)
         rf->big_cap = size;
     }
     return rf->big;
+}
+
+/* Deliver a SEND whose payload is in the read-ahead: what its receiver writes past the
+ * payload must not reach the frames after it. */
+static int complete_send(struct mca_btl_devmem_rxframe *rf, const struct mca_btl_devmem_hdr *h,
+                         char *body)
+{
+    char keep[MCA_BTL_DEVMEM_RX_SLACK], *next = rf->buf + rf->head;
+    size_t after = rf->tail - rf->head;
+    int rc;
+
+    if (after > sizeof(keep)) {
+        after = sizeof(keep);
+    }
+    memcpy(keep, next, after);
+    rc = rf->ops->complete(rf->ctx, h, body);
+    memcpy(next, keep, after);
+    return rc;
 }
 
 /* Take every complete frame out of the read-ahead. 0, -1 (stopped) or -ENOMEM. */
@@ -127,7 +145,13 @@ static int parse(struct mca_btl_devmem_rxframe *rf)
         if (have >= p) {
             /* whole frame in hand: a SEND is delivered from the buffer itself */
             rf->head += hs + p;
-            if (p > 0 && MCA_BTL_DEVMEM_HDR_SEND != h.type) {
+            if (MCA_BTL_DEVMEM_HDR_SEND == h.type) {
+                if (complete_send(rf, &h, body) < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            if (p > 0) {
                 if (NULL == (dst = rf->ops->dest(rf->ctx, &h))) {
                     return -1;
                 }

@@ -19,6 +19,12 @@
  *             or the large-payload buffer, valid until the callback returns)
  *   malformed a header failed the codec check (the stream is over)
  * admit and complete return 0, or -1 to stop (the owner failed); dest returns NULL to stop.
+ *
+ * A SEND's receiver may write a little past its payload: Open MPI 5's ob1, given a 32-byte
+ * CID header alone (communicators with extended context ids, e.g. made from a group), stores
+ * the context id of the match header that would follow it 2 bytes past its end, trusting
+ * every BTL to have room there. Both buffers have MCA_BTL_DEVMEM_RX_SLACK bytes of it, and
+ * the bytes of later frames that lie there are kept aside while the SEND is delivered.
  */
 #ifndef MCA_BTL_DEVMEM_RXFRAME_H
 #define MCA_BTL_DEVMEM_RXFRAME_H
@@ -28,6 +34,9 @@
 #include <sys/uio.h>
 
 #include "btl_devmem_hdr.h"
+
+/* Bytes past a SEND's payload its receiver may write without harm (see above). */
+#define MCA_BTL_DEVMEM_RX_SLACK 64
 
 struct mca_btl_devmem_rxframe_ops {
     int (*admit)(void *ctx, const struct mca_btl_devmem_hdr *h);
