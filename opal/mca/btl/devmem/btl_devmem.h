@@ -185,6 +185,9 @@ typedef struct mca_btl_devmem_component_t {
     opal_proc_table_t procs;                     /* opal name -> mca_btl_devmem_proc_t */
     opal_mutex_t lock;
     uint64_t secret;                             /* ours; published in the modex */
+    struct mca_btl_devmem_modex_addr *prev;      /* during init: the records an earlier life
+                                                  * of the component published here */
+    int prev_n;
     opal_list_t pending_accepts;                 /* sockets still in the handshake */
     uint64_t activity;                           /* events on our sockets (progress.c) */
     int window_gets;                             /* gets waiting for their answer */
@@ -262,6 +265,11 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 int mca_btl_devmem_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
 int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
+
+/* During init: the port (devflow: the device-flow port) module m's record had when an earlier
+ * life of this component in this process published it, for m to listen on again; 0 when
+ * there was none or it named another address (btl_devmem_component.c, prev_record_read). */
+uint16_t mca_btl_devmem_prev_port(const mca_btl_devmem_module_t *m, bool devflow);
 
 
 END_C_DECLS

@@ -575,11 +575,79 @@ static int component_close(void)
 
 /* ---------------------------------------------------------------- init */
 
+/*
+ * An earlier life of this component in this process (Open MPI 5 closes it when the last
+ * session ends and opens it again for the next one) published a modex record, and peers on
+ * other hosts keep that one: their PMIx clients do not see it replaced (a key put again
+ * after the fence of a new session keeps its first value there; a peer on this host reads
+ * the new one). So this life takes that record's secret and listens on its ports again,
+ * and the record stays true. Reads it into c->prev; false when there is none.
+ */
+static bool prev_record_read(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    struct mca_btl_devmem_modex_hdr hdr;
+    uint8_t *blob = NULL;
+    size_t size = 0;
+    int rc;
+
+    c->prev = NULL;
+    c->prev_n = 0;
+    if (!MCA_BTL_DEVMEM_REOPENS) {
+        return false;
+    }
+    OPAL_MODEX_RECV(rc, &c->super.btl_version, &opal_proc_local_get()->proc_name,
+                    (void **) &blob, &size);
+    if (OPAL_SUCCESS != rc || size < sizeof(hdr)) {
+        free(blob);
+        return false;
+    }
+    memcpy(&hdr, blob, sizeof(hdr));
+    if (MCA_BTL_DEVMEM_MODEX_MAGIC != hdr.magic || MCA_BTL_DEVMEM_MODEX_VERSION != hdr.version
+        || size != sizeof(hdr) + (size_t) hdr.naddrs * sizeof(*c->prev)
+        || (hdr.naddrs > 0 && NULL == (c->prev = malloc(hdr.naddrs * sizeof(*c->prev))))) {
+        free(blob);
+        return false;
+    }
+    memcpy(c->prev, blob + sizeof(hdr), hdr.naddrs * sizeof(*c->prev));
+    c->prev_n = hdr.naddrs;
+    c->secret = hdr.secret;
+    free(blob);
+    DEVMEM_VERBOSE(10, "opened again in this process: the secret and ports of its earlier modex "
+                   "record, which peers keep");
+    return true;
+}
+
+uint16_t mca_btl_devmem_prev_port(const mca_btl_devmem_module_t *m, bool devflow)
+{
+    const mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    const struct mca_btl_devmem_modex_addr *a;
+    struct mca_btl_devmem_ip ip;
+
+    if (m->index >= (uint32_t) c->prev_n) {
+        return 0;
+    }
+    a = &c->prev[m->index];
+    if (a->module != m->index || a->link != m->link || !mca_btl_devmem_modex_ip(a, &ip)
+        || !mca_btl_devmem_ip_equal(&ip, &m->itf.addr)) {
+        return 0;
+    }
+    return ntohs(devflow ? a->devflow_port : a->port);
+}
+
 static int create_listener(mca_btl_devmem_module_t *m)
 {
-    int rc = mca_btl_devmem_listen_socket(&m->itf, &m->listener.fd, &m->listener.port);
+    uint16_t want = mca_btl_devmem_prev_port(m, false);
+    int rc = mca_btl_devmem_listen_socket(&m->itf, want, &m->listener.fd, &m->listener.port);
 
-    return 0 != rc ? rc : mca_btl_devmem_listener_start(&m->listener);
+    if (0 != rc) {
+        return rc;
+    }
+    if (0 != want && want != m->listener.port) {
+        DEVMEM_VERBOSE(1, "%s: port %u, which peers on other hosts know from an earlier "
+                       "session, is taken: they cannot connect", m->itf.name, (unsigned) want);
+    }
+    return mca_btl_devmem_listener_start(&m->listener);
 }
 
 static int publish_modex(void)
@@ -759,7 +827,8 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
 
     *num_btls = 0;
     mca_btl_devmem_nofile_init();
-    if (sizeof(c->secret) != getrandom(&c->secret, sizeof(c->secret), 0)) {
+    if (!prev_record_read()
+        && sizeof(c->secret) != getrandom(&c->secret, sizeof(c->secret), 0)) {
         opal_output(0, "btl:devmem: getrandom failed: %s", strerror(errno));
         return NULL;
     }
@@ -772,9 +841,14 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         opal_output(0, "btl:devmem: cannot watch sockets: %s", strerror(-rc));
         rc = OPAL_ERROR;
     }
-    if (OPAL_SUCCESS != rc || OPAL_SUCCESS != (rc = create_modules())
-        || OPAL_SUCCESS != (rc = mca_btl_devmem_dev_init())
-        || OPAL_SUCCESS != (rc = publish_modex())) {
+    if (OPAL_SUCCESS == rc && OPAL_SUCCESS == (rc = create_modules())
+        && OPAL_SUCCESS == (rc = mca_btl_devmem_dev_init())) {
+        rc = publish_modex();
+    }
+    free(c->prev); /* the listeners have their ports */
+    c->prev = NULL;
+    c->prev_n = 0;
+    if (OPAL_SUCCESS != rc) {
         goto fail;
     }
     btls = malloc(c->num_modules * sizeof(*btls));

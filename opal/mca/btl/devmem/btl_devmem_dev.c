@@ -126,15 +126,21 @@ static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, ui
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
+    uint16_t want = mca_btl_devmem_prev_port(d->module, true);
     int rc = dev_state.via_helper
-                 ? mca_btl_devmem_helper_listen_socket(&d->module->itf, &d->listener.fd,
+                 ? mca_btl_devmem_helper_listen_socket(&d->module->itf, want, &d->listener.fd,
                                                        &d->listener.port)
-                 : mca_btl_devmem_listen_socket(&d->module->itf, &d->listener.fd,
+                 : mca_btl_devmem_listen_socket(&d->module->itf, want, &d->listener.fd,
                                                 &d->listener.port);
 
     if (0 != rc) {
         say(why, len, "device-flow listen socket: %s", strerror(-rc));
         return rc;
+    }
+    if (0 != want && want != d->listener.port) {
+        DEVMEM_VERBOSE(1, "%s: device-flow port %u, which peers on other hosts know from an "
+                       "earlier session, is taken: they cannot open device flows",
+                       d->module->itf.name, (unsigned) want);
     }
     rc = mca_btl_devmem_listener_start(&d->listener);
     if (0 != rc) {

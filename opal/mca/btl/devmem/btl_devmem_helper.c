@@ -108,13 +108,26 @@ void mca_btl_devmem_helper_release(uint32_t id)
     }
 }
 
-int mca_btl_devmem_helper_listen_socket(const struct mca_btl_devmem_if *itf, int *fd,
-                                        uint16_t *port)
+int mca_btl_devmem_helper_listen_socket(const struct mca_btl_devmem_if *itf, uint16_t want,
+                                        int *fd, uint16_t *port)
 {
     unsigned int lo = 32768, hi = 60999, span, start;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+    FILE *f;
     int err = EADDRINUSE;
 
+    if (0 != want) {
+        int sd = mca_btl_devmem_bound_socket(itf, want);
+
+        if (sd >= 0 && 0 == listen(sd, SOMAXCONN)) {
+            *fd = sd;
+            *port = want;
+            return 0;
+        }
+        if (sd >= 0) {
+            close(sd);
+        }
+    }
+    f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
     if (NULL != f) {
         if (2 != fscanf(f, "%u %u", &lo, &hi) || lo < 1 || hi > 65535 || lo > hi) {
             lo = 32768, hi = 60999;

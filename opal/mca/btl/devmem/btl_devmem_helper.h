@@ -36,9 +36,10 @@ void mca_btl_devmem_helper_close(void);
 
 /* A listening socket on itf's address for device flows that the helper will steer: bound to a port
  * chosen here, outside the kernel's ephemeral range, since the helper refuses ports the
- * kernel picked (shutdown() would release those while the rule stands). 0 or -errno. */
-int mca_btl_devmem_helper_listen_socket(const struct mca_btl_devmem_if *itf, int *fd,
-                                        uint16_t *port);
+ * kernel picked (shutdown() would release those while the rule stands); `want` first when
+ * not 0 (one chosen so before). 0 or -errno. */
+int mca_btl_devmem_helper_listen_socket(const struct mca_btl_devmem_if *itf, uint16_t want,
+                                        int *fd, uint16_t *port);
 
 END_C_DECLS
 

@@ -33,6 +33,14 @@
 #define MCA_BTL_DEVMEM_MODEX_SCOPE OPAL_PMIX_GLOBAL
 #endif
 
+/* Whether this component may be opened again in the same process: Open MPI 5 closes it when
+ * the last MPI session ends and opens it for the next one; 4.1 initializes once. */
+#if BTL_VERSION >= 330
+#define MCA_BTL_DEVMEM_REOPENS 1
+#else
+#define MCA_BTL_DEVMEM_REOPENS 0
+#endif
+
 /* Open MPI 5's accelerator framework: which component it selected ("null" without one;
  * "cuda", "rocm", "ze") and whether it calls a pointer device memory. Open MPI 4.1 has no
  * such framework: device memory is what the component's own CUDA check finds. */

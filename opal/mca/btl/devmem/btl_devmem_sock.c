@@ -20,7 +20,9 @@
 
 /* ---------------------------------------------------------------- making sockets */
 
-int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port)
+/* reuse: SO_REUSEADDR before the bind (never on a socket for devmem-helperd, which refuses
+ * those) */
+static int bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port, bool reuse)
 {
     struct sockaddr_storage ss;
     socklen_t len = mca_btl_devmem_ip_to_sockaddr(&itf->addr, htons(port), itf->ifindex, &ss);
@@ -33,12 +35,18 @@ int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t po
     /* an IPv6 module speaks IPv6 only: IPv4 peers reach the interface's IPv4 module */
     if ((AF_INET6 == itf->addr.family
          && 0 != setsockopt(sd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
+        || (reuse && 0 != setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)))
         || 0 != bind(sd, (struct sockaddr *) &ss, len)) {
         int err = errno;
         close(sd);
         return -err;
     }
     return sd;
+}
+
+int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t port)
+{
+    return bound_socket(itf, port, false);
 }
 
 int mca_btl_devmem_local_port(int sd, uint16_t *port)
@@ -57,11 +65,17 @@ int mca_btl_devmem_local_port(int sd, uint16_t *port)
     return 0;
 }
 
-int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port)
+int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, uint16_t want, int *fd,
+                                 uint16_t *port)
 {
-    int sd = mca_btl_devmem_bound_socket(itf, 0); /* the kernel picks; the modex tells */
-    int rc;
+    /* 0: the kernel picks, and the modex tells; a port asked for again (prev_record_read)
+     * may still have connections of the last listener on it closing */
+    int sd = bound_socket(itf, want, 0 != want);
+    int rc, one = 1;
 
+    if (-EADDRINUSE == sd && 0 != want) {
+        sd = bound_socket(itf, 0, false);
+    }
     if (sd < 0) {
         return sd;
     }
@@ -70,6 +84,9 @@ int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, u
         close(sd);
         return rc;
     }
+    /* what it accepts inherits SO_REUSEADDR: the component's next life in this process binds
+     * the port again while those connections may still be closing (prev_record_read) */
+    (void) setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     *fd = sd;
     return 0;
 }

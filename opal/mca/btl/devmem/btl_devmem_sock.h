@@ -21,9 +21,11 @@ int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t po
 /* The local port of a bound socket, in host order. 0, or -errno. */
 int mca_btl_devmem_local_port(int sd, uint16_t *port);
 
-/* A listen socket on the interface's address, port chosen by the kernel: control and
- * device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
-int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, int *fd, uint16_t *port);
+/* A listen socket on the interface's address, on port `want` (host order) when not 0 and
+ * free, else on one the kernel picks: control and device-flow ports alike. 0 with *fd and
+ * *port (host order) set, or -errno. */
+int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, uint16_t want, int *fd,
+                                 uint16_t *port);
 
 /* TCP_NODELAY, socket buffer sizes and keepalive from the MCA parameters, for every
  * connection. */
