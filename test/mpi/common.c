@@ -14,6 +14,7 @@ int test_size = 0;
 const char *test_name = "test";
 struct test_opts test_opt;
 int test_thread_level = MPI_THREAD_SINGLE;
+MPI_Comm test_abort_comm = MPI_COMM_WORLD;
 
 static int corrupt_done;
 
@@ -110,7 +111,7 @@ void pat_check(const void *buf, size_t len, int src, int dst, uint64_t idx, uint
             report_mismatch(what, src, dst, idx, off, want, p[i]);
             fprintf(stderr, "%s: rank=%d %zu of the %zu bytes from offset %llu on are wrong\n",
                     test_name, test_rank, bad, len - i, (unsigned long long)off);
-            MPI_Abort(MPI_COMM_WORLD, 3);
+            MPI_Abort(test_abort_comm, 3);
             exit(3);
         }
     }
@@ -125,7 +126,7 @@ void fill_check(const void *buf, size_t len, uint8_t fill, size_t report_base, c
                     "%s: GAP OVERWRITTEN rank=%d %s offset=%zu expected=0x%02x got=0x%02x\n",
                     test_name, test_rank, what, report_base + i, fill, p[i]);
             fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, 3);
+            MPI_Abort(test_abort_comm, 3);
             exit(3);
         }
     }
@@ -182,7 +183,7 @@ void test_die(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    MPI_Abort(test_abort_comm, 2);
     exit(2);
 }
 

@@ -37,6 +37,9 @@ extern struct test_opts test_opt;
 /* The thread level test_init asks for (default MPI_THREAD_SINGLE); it dies when it gets
  * less. */
 extern int test_thread_level;
+/* The communicator the failure paths abort (default MPI_COMM_WORLD): a program without
+ * MPI_Init (MPI-4 sessions) points it at a communicator of its own. */
+extern MPI_Comm test_abort_comm;
 
 /* MPI_Init, parse the common options (defaults given by the caller), set test_rank/size.
  * extra_opts: additional getopt letters the program handles through extra_cb (may be NULL),

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# MPI-4 sessions (test/mpi/sessions.c) across two namespaced "hosts" (see test_mpi_netns.sh):
+# communicators from the mpi://WORLD process set, two sessions at once, a third after both
+# ended, with checked data, at 1+1 and 2+2 ranks; the host path, then the emulated device
+# path (btl_devmem_mode require: tokens balanced, no protocol error). Skips where the MPI has
+# no sessions (Open MPI 4.1).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/testlib.sh"
+. "$here/netns.sh"
+
+devmem_require_programs sessions
+why=$("$DEVMEM_MPI_BIN/sessions" -Q 2>&1)
+case $? in
+    0) ;;
+    77) devmem_skip "${why#SKIP: }" ;;
+    *) echo "$DEVMEM_TEST_NAME: 'sessions -Q' failed: $why" >&2; exit 1 ;;
+esac
+netns_setup
+limit=$DEVMEM_MPI_LIMIT
+
+run() { # DMABUF NA NB PROG-ARGS...; DMABUF -: host path, no device-path checks
+    local dmabuf=$1 na=$2 nb=$3
+    shift 3
+    devmem_run_checked "sessions $na+$nb ranks${*:+ $*}${tag:+, $tag}" sessions $((na + nb)) \
+        "$limit" netns_mpirun "$limit" "$na" "$nb" "$DEVMEM_MPI_BIN/sessions" "$@" || return 1
+    [ "$dmabuf" = - ] || devmem_expect_device_path "$DEVMEM_LAST_OUT" $((na + nb)) "$dmabuf"
+}
+before=$(netns_link_bytes)
+run - 1 1 -m 4M
+run - 2 2 -m 2M
+if [ "$DEVMEM_BTL_NAME" = devmem ]; then
+    DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
+        --mca btl_devmem_stats 1)
+    tag="emulated device path" run 1 1 1 -m 4M
+    tag="emulated device path" run 1 2 2 -m 2M
+fi
+after=$(netns_link_bytes)
+crossed=$((after - before))
+if [ "$crossed" -gt $((16 << 20)) ]; then
+    devmem_step_ok "$((crossed >> 20)) MiB crossed the veth"
+else
+    devmem_step_fail "only $crossed bytes crossed the veth (want > 16 MiB): did the BTL use it?"
+fi
+devmem_finish
