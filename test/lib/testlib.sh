@@ -19,6 +19,7 @@
 #   DEVMEM_MPI_BIN                 where `make check` built the MPI programs
 #   devmem_skip REASON             print "SKIP: REASON", exit 77
 #   devmem_require_programs P...   fail now if an MPI program was not built
+#   devmem_require_sessions        skip unless the MPI has MPI-4 sessions (Open MPI 5)
 #   devmem_mpi_test PROG NP [LIMIT] -- [PROG-ARGS...]
 #                                  one-host run with the test's BTL; checks exit status and
 #                                  the program's "PROG: OK np=NP" summary
@@ -145,6 +146,23 @@ devmem_require_programs() {
         echo "  build them with: make -C \"$DEVMEM_BUILD\" check" >&2
         exit 1
     fi
+}
+
+# Skip unless the MPI has MPI-4 sessions: test/mpi/sessions -Q asks its compile-time MPI
+# version, without mpirun.
+devmem_require_sessions() {
+    local why rc
+    devmem_require_programs sessions
+    why=$("$DEVMEM_MPI_BIN/sessions" -Q 2>&1)
+    rc=$?
+    case $rc in
+        0) ;;
+        77) devmem_skip "${why#SKIP: }" ;;
+        *)
+            echo "$DEVMEM_TEST_NAME: 'sessions -Q' failed ($rc): $why" >&2
+            exit 1
+            ;;
+    esac
 }
 
 # Run a command in the background (so that signals reach us while it runs) and wait for it.

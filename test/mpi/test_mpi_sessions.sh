@@ -9,14 +9,7 @@
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
-devmem_require_programs sessions
-# asked without mpirun: -Q starts no MPI
-why=$("$DEVMEM_MPI_BIN/sessions" -Q 2>&1)
-case $? in
-    0) ;;
-    77) devmem_skip "${why#SKIP: }" ;;
-    *) echo "$DEVMEM_TEST_NAME: 'sessions -Q' failed: $why" >&2; exit 1 ;;
-esac
+devmem_require_sessions
 
 devmem_mpi_test sessions 2 -- -m 4M
 devmem_mpi_test sessions 4 -- -m 4M

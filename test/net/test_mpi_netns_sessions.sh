@@ -10,13 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
 . "$here/netns.sh"
 
-devmem_require_programs sessions
-why=$("$DEVMEM_MPI_BIN/sessions" -Q 2>&1)
-case $? in
-    0) ;;
-    77) devmem_skip "${why#SKIP: }" ;;
-    *) echo "$DEVMEM_TEST_NAME: 'sessions -Q' failed: $why" >&2; exit 1 ;;
-esac
+devmem_require_sessions
 netns_setup
 limit=$DEVMEM_MPI_LIMIT
 
