@@ -17,15 +17,19 @@ kill_run() { # LABEL EXTRA-MCA-ARGS...
     local label=$1 p victim start rc elapsed
     shift
     out=$DEVMEM_TEST_TMP/job-${label// /-}.out
-    devmem_mpirun 120 -np 4 "${DEVMEM_MCA_ARGS[@]}" "$@" --mca btl_devmem_if_include lo \
+    # this job's ranks carry DEVMEM_DEADPEER_JOB: another job's pingpong on the machine (a
+    # second test run) is never the victim
+    DEVMEM_DEADPEER_JOB=$$-$RANDOM devmem_mpirun 120 -np 4 -x DEVMEM_DEADPEER_JOB \
+        "${DEVMEM_MCA_ARGS[@]}" "$@" --mca btl_devmem_if_include lo \
         "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 100000 >"$out" 2>&1 &
     job=$!
 
-    # rank 1's process: the pingpong whose environment says OMPI_COMM_WORLD_RANK=1
+    # rank 1's process: the pingpong of this job whose environment says OMPI_COMM_WORLD_RANK=1
     victim=
     for _ in $(seq 100); do
         for p in $(pgrep -x pingpong); do
-            if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then
+            if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" &&
+                tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^DEVMEM_DEADPEER_JOB=$$-"; then
                 victim=$p
             fi
         done
