@@ -299,8 +299,8 @@ devmem_stat_sum() {
 
 devmem_expect_line() {
     local file=$1 ere=$2 what=$3
-    if grep -Eq "$ere" "$file"; then
-        devmem_step_ok "$what: $(grep -Em1 "$ere" "$file")"
+    if grep -aEq "$ere" "$file"; then
+        devmem_step_ok "$what: $(grep -aEm1 "$ere" "$file")"
     else
         devmem_step_fail "$what: no line matches /$ere/"
         return 1

@@ -31,7 +31,7 @@ kill_run() { # LABEL EXTRA-MCA-ARGS...
     # second test run) is never the victim
     DEVMEM_DEADPEER_JOB=$$-$RANDOM devmem_mpirun 120 -np 4 -x DEVMEM_DEADPEER_JOB "${recovery[@]}" \
         "${DEVMEM_MCA_ARGS[@]}" "$@" --mca btl_devmem_if_include lo \
-        "$DEVMEM_MPI_BIN/pingpong" -m 4M -i 100000 >"$out" 2>&1 &
+        "$DEVMEM_MPI_BIN/pingpong" -v -m 4M -i 100000 >"$out" 2>&1 &
     job=$!
 
     # rank 1's process: the pingpong of this job whose environment says OMPI_COMM_WORLD_RANK=1
@@ -54,7 +54,13 @@ kill_run() { # LABEL EXTRA-MCA-ARGS...
         cat "$out"
         return
     fi
-    sleep 2 # well into the ping-pong: connections up, messages in flight
+    # well into the ping-pong: MPI_Init over on every rank (a rank killed before cannot be
+    # noticed by our component, only by the runtime), rank 0 pinging rank 1
+    for _ in $(seq 600); do
+        grep -aq 'round 1: 0 <-> 1,' "$out" && break
+        sleep 0.1
+    done
+    sleep 1
     if ! kill -0 "$job" 2>/dev/null; then
         devmem_step_fail "$label: the job ended before the kill (it must run for minutes)"
         job=
