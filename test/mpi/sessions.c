@@ -10,7 +10,10 @@
  *   session 2 (while 1 lives) -> comm B: the point-to-point on A and B interleaved;
  *   both sessions finalized; session 3 -> comm C: the point-to-point once more.
  *
- * Options: -m SIZE (largest message), -v (a line per step on rank 0), -Q (say whether this
+ * Options: -m SIZE (largest message), -v (a line per step on rank 0), -k (a session 0, with
+ * no communicator, lives from first to last, so that MPI does not shut down and start
+ * again before session 3: Open MPI 5.0's fence after a full restart hangs now and then
+ * across hosts, open-mpi/ompi#14125, whatever the BTL), -Q (say whether this
  * MPI has sessions and exit, without starting MPI: 0 when it has, 77 with a SKIP line when
  * not). Built against an MPI without sessions, the program says SKIP and exits 77.
  */
@@ -26,15 +29,16 @@
 #define HAVE_SESSIONS 1
 #endif
 
-static int parse_opts(int argc, char **argv, int *query)
+static int parse_opts(int argc, char **argv, int *query, int *keep)
 {
     int c;
 
     test_opt.max_size = 4u << 20;
     test_opt.iters = 1;
     *query = 0;
+    *keep = 0;
     opterr = 0;
-    while ((c = getopt(argc, argv, "m:vQh")) != -1) {
+    while ((c = getopt(argc, argv, "m:vkQh")) != -1) {
         switch (c) {
         case 'm':
             if (parse_size(optarg, &test_opt.max_size) != 0 || test_opt.max_size > (1u << 30)) {
@@ -45,11 +49,14 @@ static int parse_opts(int argc, char **argv, int *query)
         case 'v':
             test_opt.verbose = 1;
             break;
+        case 'k':
+            *keep = 1;
+            break;
         case 'Q':
             *query = 1;
             break;
         default:
-            fprintf(stderr, "usage: %s [-m MAXSIZE] [-v] [-Q]\n", test_name);
+            fprintf(stderr, "usage: %s [-m MAXSIZE] [-v] [-k] [-Q]\n", test_name);
             return -1;
         }
     }
@@ -64,10 +71,10 @@ static int parse_opts(int argc, char **argv, int *query)
 
 int main(int argc, char **argv)
 {
-    int query;
+    int query, keep;
 
     test_name = "sessions";
-    if (parse_opts(argc, argv, &query) != 0) {
+    if (parse_opts(argc, argv, &query, &keep) != 0) {
         return 2;
     }
     printf("SKIP: this MPI has no MPI-4 sessions (MPI_VERSION %d)\n", MPI_VERSION);
@@ -242,12 +249,12 @@ static void close_comm(struct comm *c)
 
 int main(int argc, char **argv)
 {
-    MPI_Session s1, s2, s3;
+    MPI_Session s0 = MPI_SESSION_NULL, s1, s2, s3;
     struct comm ab[2], c;
-    int query;
+    int query, keep;
 
     test_name = "sessions";
-    if (parse_opts(argc, argv, &query) != 0) {
+    if (parse_opts(argc, argv, &query, &keep) != 0) {
         return 2;
     }
     if (query) {
@@ -255,6 +262,9 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    if (keep) {
+        MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &s0);
+    }
     open_comm(&s1, &ab[0], 1, "comm A", "org.btl-devmem.sessions.a");
     test_abort_comm = ab[0].comm;
     test_rank = ab[0].rank;
@@ -282,7 +292,8 @@ int main(int argc, char **argv)
     MPI_Session_finalize(&s1);
     test_note("sessions 1 and 2 finalized");
 
-    /* no session left: the MPI library may have shut down; a third starts it again */
+    /* no session left (but session 0 with -k): the MPI library may have shut down; a third
+     * starts it again */
     open_comm(&s3, &c, 3, "comm C", "org.btl-devmem.sessions.c");
     test_abort_comm = c.comm;
     if (c.rank != test_rank || c.size != test_size) {
@@ -293,6 +304,9 @@ int main(int argc, char **argv)
     MPI_Barrier(c.comm);
     close_comm(&c);
     MPI_Session_finalize(&s3);
+    if (keep) {
+        MPI_Session_finalize(&s0);
+    }
     if (test_rank == 0) {
         printf("%s: OK np=%d largest %zu bytes, %llu checks, %llu bytes checked\n", test_name,
                test_size, test_opt.max_size, nchecks, nbytes);

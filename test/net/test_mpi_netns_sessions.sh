@@ -5,6 +5,11 @@
 # ended, with checked data, at 1+1 and 2+2 ranks; the host path, then the emulated device
 # path (btl_devmem_mode require: tokens balanced, no protocol error). Skips where the MPI has
 # no sessions (Open MPI 4.1).
+# With -k a session 0 lives throughout, so that MPI does not shut down before session 3: on
+# two hosts Open MPI 5.0.7 hangs now and then (1 run in 10-20) in the fence of a restarted
+# instance, one rank still in MPI_Session_init while the others wait in PMIx_Group_construct
+# (open-mpi/ompi#14125). The restart itself, our component closed and opened again in a
+# process, is test_mpi_sessions.sh's.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -17,8 +22,8 @@ limit=$DEVMEM_MPI_LIMIT
 run() { # DMABUF NA NB PROG-ARGS...; DMABUF -: host path, no device-path checks
     local dmabuf=$1 na=$2 nb=$3
     shift 3
-    devmem_run_checked "sessions $na+$nb ranks${*:+ $*}${tag:+, $tag}" sessions $((na + nb)) \
-        "$limit" netns_mpirun "$limit" "$na" "$nb" "$DEVMEM_MPI_BIN/sessions" "$@" || return 1
+    devmem_run_checked "sessions $na+$nb ranks -k${*:+ $*}${tag:+, $tag}" sessions $((na + nb)) \
+        "$limit" netns_mpirun "$limit" "$na" "$nb" "$DEVMEM_MPI_BIN/sessions" -k "$@" || return 1
     [ "$dmabuf" = - ] || devmem_expect_device_path "$DEVMEM_LAST_OUT" $((na + nb)) "$dmabuf"
 }
 before=$(netns_link_bytes)
