@@ -29,8 +29,8 @@
 # the runs of one repetition for its ratios (bench/summarize.sh), 5 repetitions by default.
 #
 # Writes DIR/results.csv (every figure), DIR/summary.txt (the table printed at the end),
-# DIR/calls.csv (every devmem run's receive calls, DONTNEED calls, tokens and bytes received,
-# from its stats lines; summed per MiB at the end of the summary) and, with gnuplot,
+# DIR/calls.csv (every devmem run's receive calls, DONTNEED calls, tokens, bytes received and
+# gathers, from its stats lines; summed per MiB at the end of the summary) and, with gnuplot,
 # DIR/<setting>-y<yield>-<kind>.png. Needs a build (DEVMEM_BUILD, default
 # <repo>/build, with `make install` done) and root for the namespaces.
 set -u
@@ -85,7 +85,7 @@ for t in ${transports//,/ }; do
 done
 echo "setting,yield,transport,kind,rep,size,usec,MBps,msgps" >"$csv"
 calls=$out/calls.csv
-echo "setting,yield,kind,rep,recv_calls,dontneed_calls,tokens,rx_device,rx_host" >"$calls"
+echo "setting,yield,kind,rep,recv_calls,dontneed_calls,tokens,rx_device,rx_host,gather_batches" >"$calls"
 : >"$log"
 echo "bench: results in $out"
 {
@@ -124,8 +124,9 @@ record_calls() {
     awk -F'[ =]' -v pre="$1,$2,$3,$4" '/btl_devmem stats:/ {
             for (i = 1; i < NF; i++) v[$i] += $(i + 1)
             n++ }
-        END { if (n) printf "%s,%d,%d,%d,%d,%d\n", pre, v["recv_calls"], v["dontneed_calls"],
-                               v["tokens_received"], v["rx_dmabuf"] + v["rx_linear"], v["rx_host"] }' \
+        END { if (n) printf "%s,%d,%d,%d,%d,%d,%d\n", pre, v["recv_calls"], v["dontneed_calls"],
+                               v["tokens_received"], v["rx_dmabuf"] + v["rx_linear"], v["rx_host"],
+                               v["gather_batches"] }' \
         "$5" >>"$calls"
 }
 

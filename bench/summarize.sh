@@ -17,7 +17,8 @@
 # ucx; a - within 3 % of tcp (two transports at line rate, say) is counted apart.
 # Usage: bench/summarize.sh results.csv
 #        bench/summarize.sh --calls calls.csv   per setting, kind and yield of devmem's runs:
-#            receive calls, SO_DEVMEM_DONTNEED calls and tokens per MiB received (the medians
+#            receive calls, SO_DEVMEM_DONTNEED calls, tokens and gathers (batches) per MiB
+#            received (the medians
 #            over the repetitions), on the host path (rx_host) or the device path (rx_device)
 set -u
 if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
@@ -37,18 +38,19 @@ if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
         if (!(g in seen)) { seen[g] = 1; order[++n] = g }
         path[g] = $8 > $9 ? "device" : "host"
         rc[g] = rc[g] " " $5 / mib; dn[g] = dn[g] " " $6 / mib; tk[g] = tk[g] " " $7 / mib
+        gb[g] = gb[g] " " ($10 == "" ? 0 : $10) / mib
         mb[g] = mb[g] " " mib
     }
     END {
         if (!n) exit
         printf "\n== devmem calls per MiB received (medians over the repetitions)\n"
-        printf "%-12s %-5s %5s %-6s %10s %12s %14s %10s\n", "setting", "kind", "yield", "path",
-               "MiB/run", "recv/MiB", "DONTNEED/MiB", "tokens/MiB"
+        printf "%-12s %-5s %5s %-6s %10s %12s %14s %10s %12s\n", "setting", "kind", "yield",
+               "path", "MiB/run", "recv/MiB", "DONTNEED/MiB", "tokens/MiB", "gathers/MiB"
         for (i = 1; i <= n; i++) {
             split(order[i], p, SUBSEP)
-            printf "%-12s %-5s %5s %-6s %10.0f %12.2f %14.2f %10.1f\n", p[1], p[2], p[3],
-                   path[order[i]], med(mb[order[i]]), med(rc[order[i]]), med(dn[order[i]]),
-                   med(tk[order[i]])
+            printf "%-12s %-5s %5s %-6s %10.0f %12.2f %14.2f %10.1f %12.2f\n", p[1], p[2],
+                   p[3], path[order[i]], med(mb[order[i]]), med(rc[order[i]]),
+                   med(dn[order[i]]), med(tk[order[i]]), med(gb[order[i]])
         }
     }' "$2"
     exit 0

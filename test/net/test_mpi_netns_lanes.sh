@@ -5,7 +5,7 @@
 # 4) into as many RX queues (an RSS context over them), then 4 lanes into 2 queues and into 1,
 # and 4 lanes with a 200-byte fragment limit (fewer, larger chunks); every byte checked,
 # every token returned, every lane and every queue carrying bytes (the lanes and queues
-# lines); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
+# lines), gathers batched (one per get or chunk at most); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
 # one lane killed in the middle of a transfer (ss -K on its socket): the job must end,
 # naming the peer, well within 30 s.
 set -u
@@ -35,9 +35,29 @@ run() { # LANES QUEUES PROG NA NB PROG-ARGS...
     done
 }
 
+# Gathers in batches, never one per receive: one per finished get or chunk, one per 8 MiB
+# (an eighth of the default RX pool) within a longer one, and one where a full pool cannot
+# wait for pages the open batch holds; at most that many
+expect_batched() { # RANK
+    local f=$DEVMEM_LAST_OUT r=$1 b c full mib most
+    b=$(devmem_stat "$f" "$r" gather_batches) && c=$(devmem_stat "$f" "$r" devflow_chunks) &&
+        full=$(devmem_stat "$f" "$r" rx_pool_full) &&
+        mib=$((($(devmem_stat "$f" "$r" rx_dmabuf) + $(devmem_stat "$f" "$r" rx_linear)) >> 20)) ||
+        { devmem_step_fail "rank $r: gather_batches, devflow_chunks, rx_pool_full in the stats"; return; }
+    most=$((c + full + mib / 8))
+    if [ "$b" -gt 0 ] && [ "$b" -le "$most" ]; then
+        devmem_step_ok "rank $r: $b gathers for $c gets and chunks, $mib MiB, $full full pools (at most $most)"
+    else
+        devmem_step_fail "rank $r: $b gathers for $c gets and chunks, $mib MiB, $full full pools: want 1 to $most"
+    fi
+}
+
 for lanes in 1 2 4; do
     # messages past the 16 MiB get limit at every lane count; the longest run only with 4
-    if run "$lanes" "$lanes" pingpong 1 1 -m $((lanes == 4 ? 256 : 64))M && [ "$lanes" -gt 1 ]; then
+    run "$lanes" "$lanes" pingpong 1 1 -m $((lanes == 4 ? 256 : 64))M || continue
+    expect_batched 0
+    expect_batched 1
+    if [ "$lanes" -gt 1 ]; then
         # 16 MiB gets in 512 KiB chunks: many chunks in flight over the lanes at once
         devmem_expect_stat "$DEVMEM_LAST_OUT" 0 chunks_inflight_max -ge $((2 * lanes))
     fi
@@ -55,8 +75,8 @@ fi
 DEVMEM_MCA_ARGS=("${saved[@]}")
 
 # The pipelined gather without a GPU: copies into host memory held back until each
-# receive's gather has been looked at 3 times, as a GPU finishes later. With depth 4 several
-# receives gather at once, each holding its pool pages until its bytes are in place (the
+# batch's gather has been looked at 3 times, as a GPU finishes later. With depth 4 several
+# batches gather at once, each holding its pool pages until its bytes are in place (the
 # emulation poisons a page given back: a token returned early shows as wrong bytes); with
 # depth 1 never more than one.
 saved=("${DEVMEM_MCA_ARGS[@]}")
@@ -65,6 +85,7 @@ for depth in 4 1; do
         --mca btl_devmem_gather_depth "$depth")
     if run 4 4 pingpong 1 1 -m 64M; then
         for r in 0 1; do
+            expect_batched "$r"
             if [ "$depth" -gt 1 ]; then
                 devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gathers_inflight_max -ge 2
             else
@@ -74,6 +95,7 @@ for depth in 4 1; do
     fi
 done
 # ... and into a pool of 4 pages: a full pool waits for the oldest gather, not for readiness
+# (a batch that holds pages is launched first: it never waits for them itself)
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384 --mca btl_devmem_devflow_chunk 65536)
 if run 4 4 collectives 2 2 -m 2M; then
     for r in 0 1 2 3; do

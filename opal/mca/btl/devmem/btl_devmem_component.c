@@ -250,15 +250,15 @@ static int component_register(void)
              OPAL_INFO_LVL_5, &c->devflow_chunk);
     c->gather_depth = 4;
     reg_int("gather_depth",
-            "Receives of one device-flow lane whose gather into device memory may run on the "
-            "GPU at once, 1-64: the lane receives the next bytes while the GPU places the "
-            "last ones, and each receive's RX pool pages go back when its gather is done. 1: "
-            "every receive waits for its gather (the pool then holds at most one receive per "
-            "lane). Host-memory destinations are copied at once either way",
+            "Gathers into device memory that may run on the GPU at once, 1-64; each gathers "
+            "a batch of device-flow receives (up to a finished chunk or an eighth of the RX "
+            "pool), so the lanes receive the next bytes while the GPU places the last ones, "
+            "and a batch's RX pool pages go back when it is done. 1: every batch waits for "
+            "the one before. Host-memory destinations are copied at once either way",
             OPAL_INFO_LVL_5, &c->gather_depth);
     c->emul_gather_lag = 0;
     reg_int("emul_gather_lag",
-            "For tests only: hold each receive's copies into host memory back until its "
+            "For tests only: hold each batch's copies into host memory back until its "
             "gather has been looked at this many times, as a GPU would finish them later, so "
             "that the pipelined gather runs without a GPU (0: copy at once), 0-1000",
             OPAL_INFO_LVL_9, &c->emul_gather_lag);

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Device flows, receiving side: the gather of each devmem receive into the gets it belongs
- * to, pipelined. A receive's pieces are launched (one GPU launch for device memory) and the
- * lane goes on receiving; the receive waits here, holding its pool tokens and the gets it
- * finished, until its gather is done; then the tokens go back and the gets complete, oldest
- * receive first. btl_devmem_gather_depth bounds the receives of one lane in flight; a full
- * pool, a closing lane and a failure wait for them.
+ * Device flows, receiving side: the gather of devmem receives into the gets they belong to,
+ * in batches and pipelined. Each receive's pieces join the open batch and the lane goes on
+ * receiving; the batch is launched (one GPU launch for device memory, whatever the number of
+ * receives in it) when a receive in it finishes a get or a chunk (someone waits for those
+ * bytes), when it holds an eighth of the RX pool, or when anything must wait for it (a full
+ * pool, a closing lane). Its receives wait here, holding their pool tokens and the gets they
+ * finished, until the batch is done; then the tokens go back, one DONTNEED per lane, and the
+ * gets complete, oldest receive first. btl_devmem_gather_depth bounds the batches in flight.
  *
- * Host destinations are copied by the CPU at once, so their receives finish there and then,
- * never queued: the pipeline costs them nothing. btl_devmem_emul_gather_lag holds host
- * copies back as a GPU would, so that CI exercises the pipeline without one.
+ * Host destinations are copied by the CPU as the pieces join, so their batches are done at
+ * launch. btl_devmem_emul_gather_lag holds host copies back as a GPU would, so that CI
+ * exercises the pipeline without one.
  *
  * Threads: everything here runs under the dispatch lock (receive callbacks and the
  * component's progress), which serialises it; gets are moved under the endpoint's lock.
@@ -24,22 +26,32 @@
 
 #include "devmem/copy.h"
 
+/* A receive in the open batch: its ticket comes when the batch is launched. */
+#define TICKET_OPEN UINT64_MAX
+
 /* One receive whose gather may still run: what it holds until then. */
 struct inflight_rx {
     struct inflight_rx *next;
     struct mca_btl_devmem_devflow *df;
-    uint64_t ticket;
+    uint64_t ticket;  /* the copier's, shared by its batch; TICKET_OPEN before launch */
+    bool batch_last;  /* the last receive of its batch */
     uint32_t *tokens; /* of its dmabuf fragments, still outstanding in df's ledger */
     size_t ntokens, cap;
     opal_list_t done; /* gets and chunks whose last byte came in this receive */
+    int failed;       /* finishing: 0, or why it fails */
+    char why[DEVMEM_ERR_MSG_MAX + 96];
 };
 
 static struct {
     bool ready;
     struct devmem_copier copier;
-    struct inflight_rx *head, *tail; /* in ticket order */
+    struct inflight_rx *head, *tail; /* in ticket order, the open batch last */
+    struct inflight_rx *open;        /* first receive of the open batch; NULL: none */
     struct inflight_rx *spare;       /* finished ones, for reuse */
     size_t n;
+    size_t open_bytes;     /* received into the open batch */
+    size_t batches;        /* launched and not yet finished */
+    uint64_t last_ticket;  /* of the latest batch launched */
 } pending;
 
 static void pipe_ready(void)
@@ -66,6 +78,8 @@ static struct inflight_rx *rec_get(struct mca_btl_devmem_devflow *df)
     }
     r->next = NULL;
     r->df = df;
+    r->ticket = TICKET_OPEN;
+    r->batch_last = false;
     r->ntokens = 0;
     return r;
 }
@@ -104,6 +118,9 @@ static struct inflight_rx *pop_oldest(void)
     }
     pending.n--;
     r->df->gathers--;
+    if (r->batch_last) {
+        pending.batches--;
+    }
     return r;
 }
 
@@ -224,41 +241,125 @@ static void requeue_gets(struct inflight_rx *r)
     OPAL_THREAD_UNLOCK(&ep->lock);
 }
 
-/* r's tokens back to df's ledger and the kernel. 0, or -1 with why. */
-static int return_tokens(struct inflight_rx *r, char *why, size_t len)
+/* r's tokens back to df's ledger, to go to the kernel with the next flush. */
+static int release_tokens(struct inflight_rx *r, struct devmem_err *e)
 {
-    struct mca_btl_devmem_devflow *df = r->df;
-    struct devmem_err e;
     int rc = 0;
 
     for (size_t i = 0; i < r->ntokens && 0 == rc; i++) {
-        rc = devmem_ledger_release(&df->ledger, r->tokens[i], &e);
-    }
-    if (0 == rc) {
-        rc = devmem_ledger_flush(&df->ledger, &e);
+        rc = devmem_ledger_release(&r->df->ledger, r->tokens[i], e);
     }
     r->ntokens = 0;
-    mca_btl_devmem_devflow_rx_account(df);
-    if (0 != rc) {
-        snprintf(why, len, "device flow %u: returning tokens: %s", df->lane, e.msg);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
-static void finish(struct inflight_rx *r, int rc, const struct devmem_err *e);
+/* Released tokens of r's lane to the kernel: merged into ranges, as many per call as the
+ * kernel takes (a lane flushed already has none left, and costs nothing). */
+static int flush_tokens(struct inflight_rx *r, struct devmem_err *e)
+{
+    int rc = devmem_ledger_flush(&r->df->ledger, e);
+
+    mca_btl_devmem_devflow_rx_account(r->df);
+    return rc;
+}
+
+/* The tokens of a receive that will never be gathered back to the kernel (a lane closed
+ * meanwhile gave back every token it had out). */
+static void give_tokens_back(struct inflight_rx *r)
+{
+    struct devmem_err e;
+
+    if (MCA_BTL_DEVMEM_DF_RX_OPEN != r->df->rx_state) {
+        r->ntokens = 0;
+    } else if (0 == release_tokens(r, &e)) {
+        (void) flush_tokens(r, &e);
+    }
+}
+
+/* The open batch out of the queue, as a list (its launch failed). */
+static struct inflight_rx *cut_open(void)
+{
+    struct inflight_rx *batch = pending.open, *r;
+
+    if (pending.head == batch) {
+        pending.head = pending.tail = NULL;
+    } else {
+        for (r = pending.head; r->next != batch; r = r->next) {
+        }
+        r->next = NULL;
+        pending.tail = r;
+    }
+    for (r = batch; NULL != r; r = r->next) {
+        pending.n--;
+        r->df->gathers--;
+    }
+    pending.open = NULL;
+    pending.open_bytes = 0;
+    return batch;
+}
+
+static int reap(uint64_t until);
+
+/* Launch the open batch; its receives share the ticket that says when their bytes are in
+ * place. A launch that fails fails their endpoints (nothing of the batch runs). */
+static void batch_launch(void)
+{
+    struct devmem_copier *c = &pending.copier;
+    struct inflight_rx *r;
+    struct devmem_err e;
+    uint64_t ticket, flushes = c->stats.flushes;
+    size_t n = 0;
+
+    if (NULL == pending.open) {
+        return;
+    }
+    for (r = pending.open; NULL != r; r = r->next) {
+        n++;
+    }
+    mca_btl_devmem_component.stats.gather_batches++;
+    if (0 != devmem_copier_submit(c, &ticket, &e)) {
+        /* nothing of it runs: every receive of the batch fails with its lane; all their
+         * gets are back on their lanes before any endpoint fails and closes its lanes */
+        struct inflight_rx *batch = cut_open(), *next;
+
+        for (r = batch; NULL != r; r = r->next) {
+            snprintf(r->why, sizeof(r->why), "device flow %u: gathering on the GPU: %s",
+                     r->df->lane, e.msg);
+            requeue_gets(r);
+        }
+        for (r = batch; NULL != r; r = next) {
+            next = r->next;
+            give_tokens_back(r);
+            mca_btl_devmem_endpoint_fail(r->df->ep, r->why, 0);
+            rec_put(r);
+        }
+        return;
+    }
+    if (c->stats.flushes != flushes) {
+        mca_btl_devmem_component.stats.gather_calls += n;
+    }
+    /* nothing launched (host copies are done): in place once every earlier batch is */
+    if (0 == ticket) {
+        ticket = pending.last_ticket;
+    }
+    pending.last_ticket = ticket;
+    for (r = pending.open; NULL != r; r = r->next) {
+        r->ticket = ticket;
+    }
+    pending.tail->batch_last = true;
+    pending.open = NULL;
+    pending.open_bytes = 0;
+    pending.batches++;
+    mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.gathers_inflight_max,
+                             pending.batches);
+}
 
 int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                                   char *why, size_t len)
 {
-    struct devmem_copier *c;
     struct inflight_rx *r;
-    struct devmem_err e;
-    uint64_t flushes;
-    int rc;
 
     pipe_ready();
-    c = &pending.copier;
     if (NULL == (r = rec_get(df))) {
         snprintf(why, len, "no memory to track a receive");
         return -1;
@@ -272,32 +373,20 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
             return -1;
         }
     }
-    flushes = c->stats.flushes;
-    rc = lay_out(df, b, r, why, len);
-    if (0 == rc && 0 != devmem_copier_submit(c, &r->ticket, &e)) {
-        snprintf(why, len, "gathering on the GPU: %s", e.msg);
-        rc = -1;
-    }
-    mca_btl_devmem_component.stats.gather_calls += c->stats.flushes - flushes;
-    if (0 != rc) {
-        /* nothing of this receive runs any more (a failed submit leaves nothing in flight;
-         * pieces only queued are dropped): its gets fail with the lane, its tokens go back */
-        char scratch[DEVMEM_ERR_MSG_MAX + 96];
-
-        devmem_copier_discard(c);
+    if (0 != lay_out(df, b, r, why, len)) {
+        /* the copier's queue holds the open batch's pieces and this receive's first ones:
+         * all go, and are waited for, so that nothing runs into the gets about to fail
+         * (this receive's, back on the lane first) or reads pages given back */
         requeue_gets(r);
-        (void) return_tokens(r, scratch, sizeof(scratch));
+        if (NULL != pending.open) {
+            batch_launch();
+            (void) reap(pending.last_ticket);
+        } else {
+            devmem_copier_discard(&pending.copier); /* its own pieces only: none runs */
+        }
+        give_tokens_back(r);
         rec_put(r);
         return -1;
-    }
-    if (0 == r->ticket) {
-        /* nothing launched (host copies are done): its bytes are in place, but a get it
-         * finishes may have earlier bytes in a receive still gathering: after that one */
-        if (NULL == pending.head) {
-            finish(r, 0, NULL);
-            return 0;
-        }
-        r->ticket = pending.tail->ticket;
     }
     if (NULL == pending.tail) {
         pending.head = r;
@@ -305,51 +394,93 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
         pending.tail->next = r;
     }
     pending.tail = r;
+    if (NULL == pending.open) {
+        pending.open = r;
+    }
     pending.n++;
     df->gathers++;
-    mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.gathers_inflight_max, pending.n);
+    pending.open_bytes += b->bytes;
+    /* someone waits for what this receive finished; or the batch holds enough pool pages */
+    if (!opal_list_is_empty(&r->done)
+        || pending.open_bytes >= mca_btl_devmem_component.rx_pool_size / 8) {
+        batch_launch();
+    }
     return 0;
 }
 
 /* ---------------------------------------------------------------- receives out */
 
-/* r's gather is over (rc from the copier): tokens back, its gets complete, or its lane's
- * endpoint fails. */
-static void finish(struct inflight_rx *r, int rc, const struct devmem_err *e)
+/* The batch at the head of the queue is over (rc from the copier): its receives out of the
+ * queue, their tokens back (one flush per lane), then their gets complete, or their lanes'
+ * endpoints fail. Taken out before anything completes: a completion may call progress,
+ * which reaps too, and may close lanes. */
+static void finish_batch(int rc, const struct devmem_err *e)
 {
-    struct mca_btl_devmem_devflow *df = r->df;
-    mca_btl_devmem_endpoint_t *ep = df->ep;
-    char why[DEVMEM_ERR_MSG_MAX + 96];
-    opal_list_item_t *item;
+    struct inflight_rx *batch = NULL, **link = &batch, *r, *next;
+    struct devmem_err te;
+    bool last;
 
-    if (rc < 0) {
-        snprintf(why, sizeof(why), "device flow %u: gathering on the GPU: %s", df->lane,
-                 e->msg);
+    do {
+        r = pop_oldest();
+        last = r->batch_last;
+        r->next = NULL;
+        *link = r;
+        link = &r->next;
+    } while (!last);
+    for (r = batch; NULL != r; r = r->next) {
+        int trc = release_tokens(r, &te);
+
+        r->failed = rc < 0 ? rc : trc;
+        if (rc >= 0 && 0 != r->failed) {
+            snprintf(r->why, sizeof(r->why), "device flow %u: returning tokens: %s",
+                     r->df->lane, te.msg);
+        }
     }
-    if (0 != return_tokens(r, why, sizeof(why))) {
-        rc = -1;
+    for (r = batch; NULL != r; r = r->next) {
+        int frc = flush_tokens(r, &te);
+
+        if (0 == r->failed && 0 != frc) {
+            r->failed = frc;
+            snprintf(r->why, sizeof(r->why), "device flow %u: returning tokens: %s",
+                     r->df->lane, te.msg);
+        }
+        if (rc < 0) {
+            snprintf(r->why, sizeof(r->why), "device flow %u: gathering on the GPU: %s",
+                     r->df->lane, e->msg);
+        }
     }
-    if (rc < 0) {
-        requeue_gets(r);
+    /* every failed receive's gets back on its lane before any endpoint fails and closes
+     * its lanes (a lane closed twice would strand them) */
+    for (r = batch; NULL != r; r = r->next) {
+        if (0 != r->failed) {
+            requeue_gets(r);
+        }
+    }
+    for (r = batch; NULL != r; r = next) {
+        mca_btl_devmem_endpoint_t *ep = r->df->ep;
+        opal_list_item_t *item;
+
+        next = r->next;
+        if (0 != r->failed) {
+            mca_btl_devmem_endpoint_fail(ep, r->why, 0);
+        }
+        while (NULL != (item = opal_list_remove_first(&r->done))) {
+            mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item,
+                                             OPAL_SUCCESS);
+        }
         rec_put(r);
-        mca_btl_devmem_endpoint_fail(ep, why, 0);
-        return;
     }
-    while (NULL != (item = opal_list_remove_first(&r->done))) {
-        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_SUCCESS);
-    }
-    rec_put(r);
 }
 
-/* Finish receives oldest first: those whose gather is done, and with until > 0 every one
+/* Finish batches oldest first: those whose gather is done, and with until > 0 every one
  * whose ticket is at most until, waiting for them. Tickets are tested in the order they were
- * given, so a failed gather is reported to the receive it belongs to. A completion may call
- * progress, which reaps too, and may close lanes: each pass looks at the queue afresh. */
+ * given, so a failed gather is reported to the batch it belongs to. The open batch is not
+ * looked at. */
 static int reap(uint64_t until)
 {
     int finished = 0;
 
-    while (NULL != pending.head) {
+    while (NULL != pending.head && pending.head != pending.open) {
         uint64_t ticket = pending.head->ticket;
         struct devmem_err e;
         int rc = ticket <= until ? devmem_copier_wait(&pending.copier, ticket, &e)
@@ -358,8 +489,7 @@ static int reap(uint64_t until)
         if (0 == rc && ticket > until) {
             break; /* still gathering, and so is every later one */
         }
-        /* taken out before anything completes */
-        finish(pop_oldest(), rc < 0 ? rc : 0, &e);
+        finish_batch(rc < 0 ? rc : 0, &e);
         finished++;
     }
     return finished;
@@ -372,16 +502,29 @@ int mca_btl_devmem_devflow_gather_progress(void)
 
 bool mca_btl_devmem_devflow_gather_busy(void)
 {
-    return NULL != pending.head;
+    /* the open batch waits for bytes from the network, not for the GPU */
+    return NULL != pending.head && pending.head != pending.open;
 }
 
-void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df, size_t keep)
+void mca_btl_devmem_devflow_gather_bound(void)
 {
-    while (df->gathers > keep) {
+    while (pending.batches >= (size_t) mca_btl_devmem_component.gather_depth) {
+        mca_btl_devmem_component.stats.gather_waits++;
+        (void) reap(pending.head->ticket);
+    }
+}
+
+void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df)
+{
+    while (df->gathers > 0) {
         struct inflight_rx *r = pending.head;
 
         while (r->df != df) {
             r = r->next;
+        }
+        if (TICKET_OPEN == r->ticket) {
+            batch_launch(); /* r, gone if the launch failed, is looked for again */
+            continue;
         }
         mca_btl_devmem_component.stats.gather_waits++;
         (void) reap(r->ticket);
@@ -392,6 +535,13 @@ bool mca_btl_devmem_devflow_gather_wait_oldest(void)
 {
     if (NULL == pending.head) {
         return false;
+    }
+    /* a batch never waits for pool pages it holds itself */
+    if (pending.head == pending.open) {
+        batch_launch();
+        if (NULL == pending.head) {
+            return true; /* its launch failed: its receives are gone, and their pages */
+        }
     }
     mca_btl_devmem_component.stats.gather_waits++;
     (void) reap(pending.head->ticket);

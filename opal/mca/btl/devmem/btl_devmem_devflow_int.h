@@ -6,8 +6,9 @@
  *   btl_devmem_devflow_tx.c  the sending side: connecting, answering gets (devmem TX or
  *                            plain writes), zerocopy completions
  *   btl_devmem_devflow_rx.c  the receiving side: gets in stream order, devmem receives
- *   btl_devmem_devflow_gather.c  the receiving side's pipelined gather into destinations:
- *                            tokens back and gets completed once a receive is in place
+ *   btl_devmem_devflow_gather.c  the receiving side's batched, pipelined gather into
+ *                            destinations: tokens back and gets completed once a batch of
+ *                            receives is in place
  */
 #ifndef MCA_BTL_DEVMEM_DEVFLOW_INT_H
 #define MCA_BTL_DEVMEM_DEVFLOW_INT_H
@@ -74,7 +75,8 @@ struct mca_btl_devmem_devflow {
                                       * request order */
     size_t head_got;                 /* bytes of the first of them already laid out */
     uint64_t expected;               /* bytes still owed to all of gets */
-    size_t gathers;                  /* its receives whose gather may still run */
+    size_t gathers;                  /* its receives whose gather may still run (in the open
+                                      * batch or launched) */
     /* RX_CLAIMED: the connection we wait for */
     struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */
@@ -148,18 +150,23 @@ void mca_btl_devmem_devflow_rx_fini(void);
 /* Add what df's ledger counted since last time to the component's counters. */
 void mca_btl_devmem_devflow_rx_account(struct mca_btl_devmem_devflow *df);
 
-/* The pipelined gather (dispatch lock held, as receive callbacks are). */
+/* The batched, pipelined gather (dispatch lock held, as receive callbacks are). */
 /* Receive b on df (its tokens recorded in df's ledger): lay its pieces out over df's gets
- * and launch the copies. Its tokens go back, and the gets it finished complete, when its
- * gather is done (gather_progress and the calls below). 0, or -1 with why (the receive's
+ * into the open batch, launched when a get or chunk is finished or the batch holds an
+ * eighth of the RX pool. Its tokens go back, and the gets it finished complete, when its
+ * batch is done (gather_progress and the calls below). 0, or -1 with why (the receive's
  * gets are back at the head of df->gets, to fail with the lane). */
 int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                                   char *why, size_t len);
-/* Wait until at most keep of df's receives are in flight, finishing them (and older ones
- * of any lane on the way): tokens back, gets completed, or failed where their gather
- * failed. A completion or failure may close lanes, df's included. */
-void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df, size_t keep);
-/* Wait for the oldest receive in flight and finish it; false when there is none. */
+/* Wait until fewer than btl_devmem_gather_depth batches are in flight, finishing the oldest. */
+void mca_btl_devmem_devflow_gather_bound(void);
+/* Launch what of df is in the open batch and wait until none of df's receives is in
+ * flight, finishing them (and older ones of any lane on the way): tokens back, gets
+ * completed, or failed where their gather failed. A completion or failure may close
+ * lanes, df's included. */
+void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df);
+/* Wait for the oldest batch (launching the open one when it is the oldest: a batch never
+ * waits for pool pages it holds itself) and finish it; false when there is none. */
 bool mca_btl_devmem_devflow_gather_wait_oldest(void);
 void mca_btl_devmem_devflow_gather_fini(void);
 

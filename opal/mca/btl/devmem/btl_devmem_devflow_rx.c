@@ -55,7 +55,7 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
     /* receives still gathering: their bytes land first (the GPU may be writing into the
      * gets' buffers), then they give their tokens back and complete; a failure among them
      * may close this lane on the way */
-    mca_btl_devmem_devflow_gather_settle(df, 0);
+    mca_btl_devmem_devflow_gather_settle(df);
     if (MCA_BTL_DEVMEM_DF_RX_CLOSED == df->rx_state) {
         return;
     }
@@ -115,7 +115,7 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
     struct mca_btl_devmem_devflow *df = arg;
     mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    size_t cap, depth = (size_t) mca_btl_devmem_component.gather_depth;
+    size_t cap;
     struct devmem_rx_batch *b = mca_btl_devmem_dev_batch(&cap);
     char why[DEVMEM_ERR_MSG_MAX + 96];
     int failed = 0;
@@ -188,12 +188,10 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         if (df->rx_qpos >= 0) {
             mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos] += (uint64_t) n;
         }
-        /* what is in place gives its pool pages back now; at most depth receives of the
-         * lane hold theirs while the next one runs */
+        /* what is in place gives its pool pages back now; at most gather_depth batches
+         * hold theirs while the lanes receive the next */
         (void) mca_btl_devmem_devflow_gather_progress();
-        if (df->gathers >= depth) {
-            mca_btl_devmem_devflow_gather_settle(df, depth - 1);
-        }
+        mca_btl_devmem_devflow_gather_bound();
         if (0 == owed(df)) {
             break; /* nothing owed: EOF or stray bytes wake us again */
         }

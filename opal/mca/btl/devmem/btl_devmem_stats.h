@@ -59,7 +59,8 @@
     X(emul_pool_limited, DERIVED, "emulated kernel only: receives the RX pool cut short")    \
     X(get_dmabuf, COUNTER, "get bytes that arrived as dmabuf fragments")                     \
     X(gather_calls, COUNTER, "receives whose fragments the GPU gathered")                    \
-    X(gathers_inflight_max, HIGHWATER, "most device-flow receives whose gather ran at once") \
+    X(gather_batches, COUNTER, "gathers of device-flow receives, one per batch (any pool)")  \
+    X(gathers_inflight_max, HIGHWATER, "most gathers (batches of receives) in flight at once") \
     X(gather_waits, COUNTER, "times a receive waited for an earlier one's gather")          \
     X(dev_staged, COUNTER, "device-memory bytes copied through host memory")                 \
     X(gets_inflight_max, HIGHWATER, "most gets or chunks outstanding on one device-flow lane") \
