@@ -143,13 +143,16 @@ out=$DEVMEM_TEST_TMP/model.out
 if "$DEVMEM_BUILD/bench/call_costs" -r 1 >"$DEVMEM_TEST_TMP/costs.txt" 2>&1 &&
     "$DEVMEM_SRC/bench/costmodel.sh" --costs "$DEVMEM_TEST_TMP/costs.txt" \
         --calls "$res/calls.csv" >"$out" 2>&1; then
-    rows=$(awk '($1 == 200 || $1 == 400) && $3 > 0 && NF >= 11' "$out" | wc -l)
-    if grep -q "dontneed_ret=0 " "$DEVMEM_TEST_TMP/costs.txt" && [ "$rows" -eq 8 ] &&
-        grep -q "recv calls/MiB .*(lo-df2)" "$out"; then
+    # 2 line rates x 4 flow counts x 3 thread counts, each with a reach; the lanes run's
+    # gathers per MiB read (a number above 0: the run batched, and gathered)
+    rows=$(awk '($1 == 200 || $1 == 400) && $3 > 0 && $4 > 0 && NF >= 11' "$out" | wc -l)
+    gathers=$(sed -n 's/.*per MiB: recv calls .*gathers \([0-9.]*\) (lo-df2).*/\1/p' "$out")
+    if grep -q "dontneed_ret=0 " "$DEVMEM_TEST_TMP/costs.txt" && [ "$rows" -eq 24 ] &&
+        awk -v g="${gathers:-0}" 'BEGIN { exit !(g > 0) }'; then
         devmem_step_ok "cost model: $rows predictions from $(cat "$DEVMEM_TEST_TMP/costs.txt")"
     else
         cat "$DEVMEM_TEST_TMP/costs.txt" "$out"
-        devmem_step_fail "cost model: $rows of 8 prediction rows, or its inputs were not read"
+        devmem_step_fail "cost model: $rows of 24 prediction rows, or its inputs were not read"
     fi
 else
     cat "$DEVMEM_TEST_TMP/costs.txt" "$out"
