@@ -694,6 +694,11 @@ static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size
     return res;
 }
 
+/* A device's stream, its piece array and its spare fences are shared by every thread that
+ * gathers (the progress thread and the receiving threads): a gather's piece upload and its
+ * launch go into the stream together, and the array grows, under this lock. */
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Enter ordinal's context and make its stream and gather ready for n pieces. */
 static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
 {
@@ -715,7 +720,9 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
     if (0 == n) {
         return 0;
     }
+    (void) pthread_mutex_lock(&stream_lock);
     if (0 != (rc = stream_enter(ordinal, n, dev_to_dev, err))) {
+        (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
     res = enqueue(&cuda.dev[ordinal], ops, n, dev_to_dev, &what);
@@ -726,6 +733,7 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
                             cu_str(res));
     }
     ctx_leave();
+    (void) pthread_mutex_unlock(&stream_lock);
     return rc;
 }
 
@@ -734,7 +742,10 @@ int devmem_cuda_sync(int ordinal, struct devmem_err *err)
     cu_result res;
     int rc;
 
-    if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
+    (void) pthread_mutex_lock(&stream_lock);
+    rc = stream_enter(ordinal, 0, 0, err);
+    (void) pthread_mutex_unlock(&stream_lock);
+    if (0 != rc) {
         return rc;
     }
     res = cuda.stream_sync(cuda.dev[ordinal].stream);
@@ -762,7 +773,9 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
     int rc;
 
     *fence = NULL;
+    (void) pthread_mutex_lock(&stream_lock);
     if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
+        (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
     d = &cuda.dev[ordinal];
@@ -783,6 +796,7 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
         *fence = ev;
     }
     ctx_leave();
+    (void) pthread_mutex_unlock(&stream_lock);
     return rc;
 }
 
@@ -803,9 +817,13 @@ int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err
         ctx_leave();
         return 0;
     }
+    (void) pthread_mutex_lock(&stream_lock);
     if (CU_SUCCESS == res && d->nspare < FENCES_KEPT) {
         d->spare[d->nspare++] = ev;
-    } else {
+        ev = NULL;
+    }
+    (void) pthread_mutex_unlock(&stream_lock);
+    if (NULL != ev) {
         (void) cuda.event_destroy(ev);
     }
     rc = CU_SUCCESS == res ? 1

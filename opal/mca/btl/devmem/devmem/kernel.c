@@ -5,6 +5,7 @@
 #include "kernel.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,33 +176,33 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
 
 /* ---- emulated ---------------------------------------------------------------------------- */
 
-static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
-                       struct devmem_err *err)
+static int emu_bind_rx_unlocked(struct devmem_kernel *k, const struct devmem_bind_req *req,
+                                uint32_t *id, struct devmem_err *err)
 {
     return devmem_emul_bind_rx_queues(k->emul, req->region, req->ifindex, req->queues,
                                       NULL == req->queues ? 0 : req->nqueues, id, err);
 }
 
-static int emu_bind_tx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
-                       struct devmem_err *err)
+static int emu_bind_tx_unlocked(struct devmem_kernel *k, const struct devmem_bind_req *req,
+                                uint32_t *id, struct devmem_err *err)
 {
     return devmem_emul_bind_tx(k->emul, req->region, id, err);
 }
 
-static int emu_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
+static int emu_unbind_unlocked(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
 {
     return devmem_emul_unbind(k->emul, id, err);
 }
 
-static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
-                     struct devmem_err *err)
+static int emu_steer_unlocked(struct devmem_kernel *k, uint16_t port, uint32_t id,
+                              struct devmem_err *err)
 {
     return devmem_emul_steer(k->emul, port, id, err);
 }
 
-static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
-                         const unsigned int *queues, size_t n, uint32_t *ctx,
-                         struct devmem_err *err)
+static int emu_steer_rss_unlocked(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
+                                  const unsigned int *queues, size_t n, uint32_t *ctx,
+                                  struct devmem_err *err)
 {
     int rc = devmem_emul_rss_ctx_create(k->emul, ifindex, queues, n, ctx, err);
 
@@ -212,21 +213,21 @@ static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int if
     return rc;
 }
 
-static int emu_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
+static int emu_rss_del_unlocked(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
 {
     return devmem_emul_rss_ctx_delete(k->emul, ctx, err);
 }
 
-static int emu_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
-                          struct devmem_err *err)
+static int emu_sock_queue_unlocked(struct devmem_kernel *k, int fd, unsigned int *queue,
+                                   struct devmem_err *err)
 {
     int rc = devmem_emul_sock_queue(k->emul, fd, queue);
 
     return 0 == rc ? 0 : devmem_err_set(err, -rc, "emul: socket %d: no steered flow seen yet", fd);
 }
 
-static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
-                        struct devmem_err *err)
+static ssize_t emu_recv_unlocked(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b,
+                                 int flags, struct devmem_err *err)
 {
     struct msghdr msg;
     struct iovec iov;
@@ -241,8 +242,9 @@ static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch 
     return devmem_rx_batch_finish(b, &msg, ret, err);
 }
 
-static int emu_dontneed(struct devmem_kernel *k, int fd, const struct devmem_dmabuf_token *r,
-                        size_t n, struct devmem_err *err)
+static int emu_dontneed_unlocked(struct devmem_kernel *k, int fd,
+                                 const struct devmem_dmabuf_token *r, size_t n,
+                                 struct devmem_err *err)
 {
     int ret = devmem_emul_dontneed(k->emul, fd, r, (socklen_t) (n * sizeof(*r)));
 
@@ -258,15 +260,15 @@ static ssize_t emul_sendmsg(void *ctx, int fd, const struct msghdr *msg, int fla
     return devmem_emul_sendmsg(ctx, fd, msg, flags);
 }
 
-static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
-                        const struct devmem_tx_iov *iov, size_t n, int flags,
-                        struct devmem_err *err)
+static ssize_t emu_send_unlocked(struct devmem_kernel *k, int fd, uint32_t id,
+                                 const struct devmem_tx_iov *iov, size_t n, int flags,
+                                 struct devmem_err *err)
 {
     return devmem_tx_send_via(emul_sendmsg, k->emul, "emul", fd, id, iov, n, flags, err);
 }
 
-static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,
-                               struct devmem_err *err)
+static int emu_read_completion_unlocked(struct devmem_kernel *k, int fd,
+                                        struct devmem_tx_completion *c, struct devmem_err *err)
 {
     union {
         char buf[CMSG_SPACE(64)];
@@ -289,9 +291,139 @@ static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx
     return devmem_tx_parse_completion(&msg, c, err);
 }
 
-static void emu_sock_close(struct devmem_kernel *k, int fd)
+static void emu_sock_close_unlocked(struct devmem_kernel *k, int fd)
 {
     devmem_emul_sock_close(k->emul, fd);
+}
+
+/* The emulation is one process-wide state (sockets, pools, scratch buffers): every call
+ * into it holds k->emul_lock, so that receiving threads and the progress thread may use
+ * their own sockets at once. */
+static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
+                       struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_bind_rx_unlocked(k, req, id, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_bind_tx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
+                       struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_bind_tx_unlocked(k, req, id, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_unbind_unlocked(k, id, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id, struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_steer_unlocked(k, port, id, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
+                         const unsigned int *queues, size_t n, uint32_t *ctx,
+                         struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_steer_rss_unlocked(k, port, ifindex, queues, n, ctx, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_rss_del_unlocked(k, ctx, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
+                          struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_sock_queue_unlocked(k, fd, queue, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
+                        struct devmem_err *err)
+{
+    ssize_t rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_recv_unlocked(k, fd, b, flags, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_dontneed(struct devmem_kernel *k, int fd, const struct devmem_dmabuf_token *r,
+                        size_t n, struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_dontneed_unlocked(k, fd, r, n, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
+                        const struct devmem_tx_iov *iov, size_t n, int flags,
+                        struct devmem_err *err)
+{
+    ssize_t rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_send_unlocked(k, fd, id, iov, n, flags, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,
+                               struct devmem_err *err)
+{
+    int rc;
+
+    (void) pthread_mutex_lock(&k->emul_lock);
+    rc = emu_read_completion_unlocked(k, fd, c, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
+    return rc;
+}
+
+static void emu_sock_close(struct devmem_kernel *k, int fd)
+{
+    (void) pthread_mutex_lock(&k->emul_lock);
+    emu_sock_close_unlocked(k, fd);
+    (void) pthread_mutex_unlock(&k->emul_lock);
 }
 
 const struct devmem_kernel_ops devmem_kernel_emulated_ops = {
@@ -324,6 +456,7 @@ int devmem_kernel_open(struct devmem_kernel **kp, enum devmem_kernel_kind kind,
         return devmem_err_set(err, ENOMEM, "kernel: out of memory");
     }
     k->kind = kind;
+    (void) pthread_mutex_init(&k->emul_lock, NULL);
     switch (kind) {
     case DEVMEM_KERNEL_REAL:
         k->ops = &devmem_kernel_real_ops;
@@ -364,6 +497,7 @@ void devmem_kernel_close(struct devmem_kernel *k)
         free(st);
     }
     devmem_emul_close(k->emul);
+    (void) pthread_mutex_destroy(&k->emul_lock);
     free(k);
 }
 

@@ -17,6 +17,8 @@
 #include "dmabuf.h"
 #include "emul.h"
 #include "err.h"
+#include <pthread.h>
+
 #include "rx.h"
 #include "tx.h"
 #include "uapi.h"
@@ -82,6 +84,7 @@ struct devmem_kernel {
     const struct devmem_kernel_ops *ops;
     enum devmem_kernel_kind kind;
     struct devmem_emul *emul; /* emulated only */
+    pthread_mutex_t emul_lock; /* emulated: held by every call into emul (kernel.c) */
     void *real;               /* real only: netlink sockets per binding */
 };
 
