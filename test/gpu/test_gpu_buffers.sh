@@ -57,17 +57,20 @@ for pair in "D D" "D H" "H D"; do
         fi
     done
 done
-# several lanes, the gather pipelined or not
+# several lanes, the gather pipelined or not, served by the progress thread or by 2
+# receiving threads (each with its own copier on the device's one stream)
 saved=("${DEVMEM_MCA_ARGS[@]}")
-for setting in "1 1" "4 1" "4 4"; do
-    read -r lanes depth <<<"$setting"
+for setting in "1 1 0" "4 1 0" "4 4 0" "4 4 2"; do
+    read -r lanes depth threads <<<"$setting"
     DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_devflows "$lanes"
-        --mca btl_devmem_gather_depth "$depth")
+        --mca btl_devmem_gather_depth "$depth" --mca btl_devmem_rx_threads "$threads")
     devmem_mpi_test gpubuf 2 -- -a D -b D -m 64M || continue
     devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
     for r in 0 1; do
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_lanes -eq "$lanes"
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_threads -eq "$threads"
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_calls -gt 0
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_batches -gt 0
         if [ "$depth" -gt 1 ]; then
             devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gathers_inflight_max -ge 2
         else

@@ -5,9 +5,11 @@
 # 4) into as many RX queues (an RSS context over them), then 4 lanes into 2 queues and into 1,
 # and 4 lanes with a 200-byte fragment limit (fewer, larger chunks); every byte checked,
 # every token returned, every lane and every queue carrying bytes (the lanes and queues
-# lines), gathers batched (one per get or chunk at most); 4 lanes into a 4-page RX pool (backpressure on all of them at once); then
-# one lane killed in the middle of a transfer (ss -K on its socket): the job must end,
-# naming the peer, well within 30 s.
+# lines), gathers batched (one per get or chunk at most); 4 lanes into a 4-page RX pool
+# (backpressure on all of them at once); the same with receiving threads (1 and 2 x 1 and 4
+# lanes, a 4-page pool two threads share); then one lane killed in the middle of a transfer
+# (ss -K on its socket), with and without receiving threads: the job must end, naming the
+# peer, well within 30 s.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -104,6 +106,52 @@ if run 4 4 collectives 2 2 -m 2M; then
 fi
 DEVMEM_MCA_ARGS=("${saved[@]}")
 
+# Receiving threads (btl_devmem_rx_threads): 1 and 2 threads x 1 and 4 lanes, every byte
+# checked, tokens balanced; every device-flow byte received by a thread (the rxthreads line
+# sums to the lanes line), every thread busy where there are lanes enough
+expect_threads() { # RANK THREADS LANES
+    local f=$DEVMEM_LAST_OUT r=$1 n=$2 lanes=$3 line tb lb
+    devmem_expect_stat "$f" "$r" rx_threads -eq "$n"
+    line=$(grep -a "btl_devmem rxthreads: rank=$r " "$f" | tail -n 1)
+    tb=$(sed -n 's/.* rx_bytes=//p' <<<"$line" | tr ',' '\n' | awk '{ s += $1 } END { print s + 0 }')
+    lb=$(grep -a "btl_devmem lanes: rank=$r " "$f" | tail -n 1 | sed -n 's/.* rx_bytes=//p' |
+        tr ',' '\n' | awk '{ s += $1 } END { print s + 0 }')
+    if [ -z "$line" ] || [ "$tb" -ne "$lb" ] || [ "$tb" -eq 0 ]; then
+        devmem_step_fail "rank $r: the threads received $tb bytes, the lanes $lb (${line:-no rxthreads line})"
+    elif [ "$lanes" -ge "$n" ] &&
+        sed -n 's/.* receives=\([0-9,]*\) .*/\1/p' <<<"$line" | tr ',' '\n' | grep -qx 0; then
+        devmem_step_fail "rank $r: a receiving thread had no lane: $line"
+    else
+        devmem_step_ok "rank $r: $n thread(s) received all $tb bytes: ${line#*rxthreads: }"
+    fi
+}
+saved=("${DEVMEM_MCA_ARGS[@]}")
+for threads in 1 2; do
+    for lanes in 1 4; do
+        DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_rx_threads "$threads")
+        size=$((threads == 2 && lanes == 4 ? 256 : 64))M
+        if run "$lanes" "$lanes" pingpong 1 1 -m "$size"; then
+            for r in 0 1; do
+                expect_threads "$r" "$threads" "$lanes"
+                expect_batched "$r"
+            done
+        fi
+    done
+done
+# the pipelined gather held back, and a pool of 4 pages that 2 threads share
+DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_rx_threads 2 --mca btl_devmem_emul_gather_lag 3)
+if run 4 4 pingpong 1 1 -m 64M; then
+    expect_threads 0 2 4
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_rx_threads 2 --mca btl_devmem_rx_pool_size 16384
+    --mca btl_devmem_devflow_chunk 65536)
+if run 4 4 collectives 2 2 -m 2M; then
+    for r in 0 1 2 3; do
+        expect_threads "$r" 2 4
+    done
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
 # Backpressure on every lane: a pool of 4 pages, 4 lanes into it
 saved=("${DEVMEM_MCA_ARGS[@]}")
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384 --mca btl_devmem_devflow_chunk 65536)
@@ -114,41 +162,47 @@ if run 4 4 collectives 2 2 -m 2M; then
 fi
 DEVMEM_MCA_ARGS=("${saved[@]}")
 
-# One lane killed mid-transfer. Rank 0 (host a) names each lane's source port at verbose 20;
-# lane 1's socket is destroyed in a's namespace, which resets the connection on both sides.
-out=$DEVMEM_TEST_TMP/lane-kill.out
-netns_mpirun 120 1 1 --mca btl_devmem_devflows 4 --mca btl_devmem_verbose 20 \
-    "$DEVMEM_MPI_BIN/pingpong" -m 16M -i 100000 >"$out" 2>&1 &
-job=$!
-port=
-for _ in $(seq 1 100); do
-    port=$(grep -aEo "dmnode-$$-a:[0-9]+\] .*device flow 1 to \[\[[0-9]+,[0-9]+\],1\] from port [0-9]+" \
-        "$out" | head -n 1 | sed -e 's/.* from port //')
-    [ -n "$port" ] && break
-    kill -0 "$job" 2>/dev/null || break
-    sleep 0.1
-done
-sleep 2 # gets in flight on every lane
-if [ -z "$port" ] || ! kill -0 "$job" 2>/dev/null; then
-    grep -av '^\[[^]]*\] \[ *[0-9]*\]' "$out" | tail -n 20
-    devmem_step_fail "lane kill: no lane-1 port named, or the job ended before the kill"
-    kill "$job" 2>/dev/null
-    wait "$job" 2>/dev/null
-else
+# One lane killed mid-transfer (with EXTRA-MCA-ARGS: also so served). Rank 0 (host a) names
+# each lane's source port at verbose 20; lane 1's socket is destroyed in a's namespace,
+# which resets the connection on both sides.
+lane_kill() { # LABEL EXTRA-MCA-ARGS...
+    local label=$1 out=$DEVMEM_TEST_TMP/lane-kill.out port start rc elapsed
+    shift
+    netns_mpirun 120 1 1 --mca btl_devmem_devflows 4 --mca btl_devmem_verbose 20 "$@" \
+        "$DEVMEM_MPI_BIN/pingpong" -m 16M -i 100000 >"$out" 2>&1 &
+    job=$!
+    port=
+    for _ in $(seq 1 100); do
+        port=$(grep -aEo "dmnode-$$-a:[0-9]+\] .*device flow 1 to \[\[[0-9]+,[0-9]+\],1\] from port [0-9]+" \
+            "$out" | head -n 1 | sed -e 's/.* from port //')
+        [ -n "$port" ] && break
+        kill -0 "$job" 2>/dev/null || break
+        sleep 0.1
+    done
+    sleep 2 # gets in flight on every lane
+    if [ -z "$port" ] || ! kill -0 "$job" 2>/dev/null; then
+        grep -av '^\[[^]]*\] \[ *[0-9]*\]' "$out" | tail -n 20
+        devmem_step_fail "$label: no lane-1 port named, or the job ended before the kill"
+        kill "$job" 2>/dev/null
+        wait "$job" 2>/dev/null
+        return
+    fi
     start=$EPOCHREALTIME
     if ip netns exec "$NETNS_A" ss -K -t state established "( sport = :$port )" >/dev/null; then
         wait "$job"
         rc=$?
         elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
         grep -av '^\[[^]]*\] \[ *[0-9]*\]' "$out" | grep -av "device flow [0-9]* \(to\|from\)" |
-            head -n 30
-        netns_expect_job_failed "lane kill" "$rc" "$elapsed" "lane 1 (port $port) was reset"
+            grep -av "receiving thread [0-9]*$" | head -n 30
+        netns_expect_job_failed "$label" "$rc" "$elapsed" "lane 1 (port $port) was reset"
         devmem_expect_line "$out" "lost the connection to \[\[[0-9]+,[0-9]+\],[01]\] on host dmnode-$$-[ab] .*device flow [0-9]" \
-            "lane kill: a rank names the peer and the device flow"
+            "$label: a rank names the peer and the device flow"
     else
-        devmem_step_fail "lane kill: 'ss -K' could not destroy the socket (kernel without INET_DIAG_DESTROY?)"
+        devmem_step_fail "$label: 'ss -K' could not destroy the socket (kernel without INET_DIAG_DESTROY?)"
         kill "$job" 2>/dev/null
         wait "$job" 2>/dev/null
     fi
-fi
+}
+lane_kill "lane kill"
+lane_kill "lane kill, 2 receiving threads" --mca btl_devmem_rx_threads 2
 devmem_finish

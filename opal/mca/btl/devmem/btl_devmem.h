@@ -22,14 +22,27 @@
  *     and never wait for the dispatch lock.
  *   - Leaf locks, held for a few instructions and never while taking another: the watch
  *     set's, the TX cache's (btl_devmem_reg.c), the component's (proc table).
- *   - Order: dispatch lock, then a proc's lock, then a module's, then an endpoint's, then a
- *     leaf. Callbacks into the PML run without an endpoint lock held.
+ *   - Order: dispatch lock, then a receiving thread's lock, then a proc's lock, then a
+ *     module's, then an endpoint's, then a leaf. Callbacks into the PML run without an
+ *     endpoint lock held.
  *   - While the dispatcher delivers the frames of one read from an endpoint, sends to it
  *     (the callbacks', and any other thread's) are queued and leave together when those
  *     frames are done (btl_devmem_endpoint.c, tx_cork): another thread's send waits at most
  *     for frames already read, as its receives wait for the dispatcher anyway. A callback
  *     that re-enters progress flushes them first.
  *   - Counters are relaxed atomics; the idle policy's state is the dispatch lock's.
+ *   - Receiving threads (btl_devmem_rx_threads, btl_devmem_rxthread.c) serve whole
+ *     device-flow lanes, receiving side, without the dispatch lock: a lane's socket, ledger,
+ *     gets in flight and its thread's gather pipe are that thread's while it serves the
+ *     lane. Each thread holds its own lock for a turn (from epoll's wake-up to the next
+ *     wait); the progress thread takes it to hand a lane over as it opens and to take it
+ *     back before it closes, so it finds the thread between turns. Gets are taken off a
+ *     lane's list under the endpoint's lock, as btl_get appends them. What a thread
+ *     finishes (gets in place, lanes that ended) goes to the progress thread through a
+ *     queue under a leaf lock; an eventfd in the watch set says it is there, and the
+ *     progress thread completes the gets into the PML and acts on the ends (dispatch lock
+ *     held). The emulated kernel is one state: a lock in devmem/kernel.c serialises calls
+ *     into it.
  */
 #ifndef MCA_BTL_DEVMEM_H
 #define MCA_BTL_DEVMEM_H
@@ -67,6 +80,10 @@ struct mca_btl_devmem_proc_t;
 
 /* RX queues one pool may be bound to (the helper's protocol allows as many). */
 #define MCA_BTL_DEVMEM_RX_QUEUES_MAX 64
+
+/* Receiving threads a rank may run (btl_devmem_rx_threads): a thread serves whole lanes, and
+ * a peer has at most MCA_BTL_DEVMEM_DEVFLOWS_MAX. */
+#define MCA_BTL_DEVMEM_RX_THREADS_MAX 16
 
 #define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
 #define MCA_BTL_DEVMEM_MODEX_VERSION 3
@@ -147,7 +164,8 @@ typedef struct mca_btl_devmem_component_t {
     int devflows;           /* device-flow lanes opened to each peer */
     size_t devflow_chunk;   /* bytes per chunk of a get cut over several lanes */
     int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */
-    int gather_depth;       /* receives of one lane whose gather may run at once */
+    int gather_depth;       /* gathers (batches of receives) that may run at once */
+    int rx_threads;         /* receiving threads serving device-flow lanes, 0: progress */
     int emul_gather_lag;    /* tests: progress polls before a host gather is done */
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
@@ -204,6 +222,11 @@ typedef struct mca_btl_devmem_component_t {
     /* device-flow bytes received per RX queue, by the queue's place in its module's set (the
      * stats' queues line): whether the RSS context spreads the lanes */
     _Atomic uint64_t queue_rx_bytes[MCA_BTL_DEVMEM_RX_QUEUES_MAX];
+    /* receiving threads running (btl_devmem_rxthread.c), and per thread the receives and
+     * bytes it took (the stats' rxthreads line) */
+    int rx_threads_running;
+    _Atomic uint64_t rxthread_receives[MCA_BTL_DEVMEM_RX_THREADS_MAX];
+    _Atomic uint64_t rxthread_bytes[MCA_BTL_DEVMEM_RX_THREADS_MAX];
 } mca_btl_devmem_component_t;
 
 MCA_BTL_DEVMEM_EXPORT extern mca_btl_devmem_component_t mca_btl_devmem_component;

@@ -94,6 +94,11 @@ struct devmem_rx_batch *mca_btl_devmem_dev_batch(size_t *cap)
     return dev_state.batch_ready ? &dev_state.batch : NULL;
 }
 
+int mca_btl_devmem_dev_batch_init(struct devmem_rx_batch *b, struct devmem_err *err)
+{
+    return devmem_rx_batch_init(b, dev_state.batch_cap, DEV_RX_MAX_FRAGS, err);
+}
+
 bool mca_btl_devmem_dev_enabled(void)
 {
     return dev_state.enabled;

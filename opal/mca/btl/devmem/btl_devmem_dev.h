@@ -54,9 +54,12 @@ void mca_btl_devmem_dev_fini(void);
 /* The kernel interface in use; NULL when no module has a device path. */
 struct devmem_kernel *mca_btl_devmem_dev_kernel(void);
 
-/* The receive buffers shared by every device flow of the process (progress is serial);
- * *cap is their size (a receive may set b->len lower). NULL when no module has a path. */
+/* The receive buffers shared by the device flows the progress thread serves (progress is
+ * serial); *cap is their size (a receive may set b->len lower). NULL when no module has a
+ * path. */
 struct devmem_rx_batch *mca_btl_devmem_dev_batch(size_t *cap);
+/* Receive buffers of the same size for a receiving thread of its own. 0, or -errno. */
+int mca_btl_devmem_dev_batch_init(struct devmem_rx_batch *b, struct devmem_err *err);
 
 /* Whether this process takes part in device flows at all (btl_devmem_mode is not off):
  * it then connects to the device-flow ports its peers publish, even where its own

@@ -258,7 +258,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
     mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_OPEN, "adopted");
     mca_btl_devmem_tune_socket(sd);
     mca_btl_devmem_watch_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, df);
-    if (0 != (rc = mca_btl_devmem_watch_set(&df->rx_watch, OPAL_EV_READ))) {
+    if (0 != (rc = mca_btl_devmem_devflow_rx_serve_lane(df))) {
         mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
         return -1;
     }

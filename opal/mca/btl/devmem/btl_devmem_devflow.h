@@ -82,12 +82,12 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
 int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
                                   const struct mca_btl_devmem_hdr *h);
 
-/* Receives of device flows whose gather was still running (btl_devmem_devflow_gather.c):
- * finish those that are done, oldest first, and say how many; never blocks. Dispatch lock
- * held. */
-int mca_btl_devmem_devflow_gather_progress(void);
-/* Whether some receive is still gathering. */
-bool mca_btl_devmem_devflow_gather_busy(void);
+/* The receiving side's work the progress thread does besides its sockets: finish the
+ * receives of its own lanes whose gather is done (btl_devmem_devflow_gather.c), oldest
+ * first, and say how many; never blocks. Dispatch lock held. */
+int mca_btl_devmem_devflow_rx_progress(void);
+/* Whether a receive of the progress thread's lanes is still gathering. */
+bool mca_btl_devmem_devflow_rx_busy(void);
 
 /* Close both directions. orderly: give queued sends a bounded chance to leave first.
  * Queued sends and gets still waiting complete with OPAL_ERR_UNREACH. */

@@ -13,8 +13,9 @@
  * launch. btl_devmem_emul_gather_lag holds host copies back as a GPU would, so that CI
  * exercises the pipeline without one.
  *
- * Threads: everything here runs under the dispatch lock (receive callbacks and the
- * component's progress), which serialises it; gets are moved under the endpoint's lock.
+ * A pipe is one thread's: the progress thread's (mca_btl_devmem_gather_main, under the
+ * dispatch lock) or a receiving thread's; it hands finished gets and failures to its sink.
+ * Gets are moved under the endpoint's lock.
  */
 #include "opal_config.h"
 
@@ -42,35 +43,53 @@ struct inflight_rx {
     char why[DEVMEM_ERR_MSG_MAX + 96];
 };
 
-static struct {
-    bool ready;
-    struct devmem_copier copier;
-    struct inflight_rx *head, *tail; /* in ticket order, the open batch last */
-    struct inflight_rx *open;        /* first receive of the open batch; NULL: none */
-    struct inflight_rx *spare;       /* finished ones, for reuse */
-    size_t n;
-    size_t open_bytes;     /* received into the open batch */
-    size_t batches;        /* launched and not yet finished */
-    uint64_t last_ticket;  /* of the latest batch launched */
-} pending;
-
-static void pipe_ready(void)
+/* The progress thread's pipe: its finished gets complete, its failures fail, there and then. */
+static void main_complete(void *ctx, mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
 {
-    if (!pending.ready) {
-        devmem_copier_init(&pending.copier);
-        pending.copier.defer_polls = (unsigned int) (mca_btl_devmem_component.emul_gather_lag > 0
+    mca_btl_devmem_endpoint_complete(ep, frag, OPAL_SUCCESS);
+}
+
+static void main_fail(void *ctx, mca_btl_devmem_endpoint_t *ep, const char *why)
+{
+    mca_btl_devmem_endpoint_fail(ep, why, 0);
+}
+
+static const struct mca_btl_devmem_gather_sink main_sink = {main_complete, main_fail};
+
+struct mca_btl_devmem_gather_pipe mca_btl_devmem_gather_main = {.sink = &main_sink};
+
+void mca_btl_devmem_gather_pipe_init(struct mca_btl_devmem_gather_pipe *p,
+                                     const struct mca_btl_devmem_gather_sink *sink, void *ctx)
+{
+    memset(p, 0, sizeof(*p));
+    p->sink = sink;
+    p->sink_ctx = ctx;
+}
+
+/* Back to a pipe that was never used, its sink kept. */
+static void pipe_forget(struct mca_btl_devmem_gather_pipe *p)
+{
+    mca_btl_devmem_gather_pipe_init(p, p->sink, p->sink_ctx);
+}
+
+static void pipe_ready(struct mca_btl_devmem_gather_pipe *p)
+{
+    if (!p->ready) {
+        devmem_copier_init(&p->copier);
+        p->copier.defer_polls = (unsigned int) (mca_btl_devmem_component.emul_gather_lag > 0
                                                       ? mca_btl_devmem_component.emul_gather_lag
                                                       : 0);
-        pending.ready = true;
+        p->ready = true;
     }
 }
 
-static struct inflight_rx *rec_get(struct mca_btl_devmem_devflow *df)
+static struct inflight_rx *rec_get(struct mca_btl_devmem_gather_pipe *p,
+                                  struct mca_btl_devmem_devflow *df)
 {
-    struct inflight_rx *r = pending.spare;
+    struct inflight_rx *r = p->spare;
 
     if (NULL != r) {
-        pending.spare = r->next;
+        p->spare = r->next;
     } else if (NULL != (r = calloc(1, sizeof(*r)))) {
         OBJ_CONSTRUCT(&r->done, opal_list_t);
     } else {
@@ -84,11 +103,11 @@ static struct inflight_rx *rec_get(struct mca_btl_devmem_devflow *df)
     return r;
 }
 
-static void rec_put(struct inflight_rx *r)
+static void rec_put(struct mca_btl_devmem_gather_pipe *p, struct inflight_rx *r)
 {
     r->df = NULL;
-    r->next = pending.spare;
-    pending.spare = r;
+    r->next = p->spare;
+    p->spare = r;
 }
 
 static int rec_token(struct inflight_rx *r, uint32_t token)
@@ -108,18 +127,18 @@ static int rec_token(struct inflight_rx *r, uint32_t token)
 }
 
 /* The oldest receive, out of the queue. */
-static struct inflight_rx *pop_oldest(void)
+static struct inflight_rx *pop_oldest(struct mca_btl_devmem_gather_pipe *p)
 {
-    struct inflight_rx *r = pending.head;
+    struct inflight_rx *r = p->head;
 
-    pending.head = r->next;
-    if (NULL == pending.head) {
-        pending.tail = NULL;
+    p->head = r->next;
+    if (NULL == p->head) {
+        p->tail = NULL;
     }
-    pending.n--;
+    p->n--;
     r->df->gathers--;
     if (r->batch_last) {
-        pending.batches--;
+        p->batches--;
     }
     return r;
 }
@@ -128,11 +147,11 @@ static struct inflight_rx *pop_oldest(void)
 
 /* Queue one piece: len bytes at pool offset off (pool NULL: at src in the receive's linear
  * buffer, which the next receive overwrites). */
-static int gather_piece(struct devmem_region *pool, size_t off, const char *src,
+static int gather_piece(struct mca_btl_devmem_gather_pipe *p, struct devmem_region *pool, size_t off, const char *src,
                         mca_btl_devmem_frag_t *get, char *dst, size_t len, char *why,
                         size_t whylen)
 {
-    struct devmem_copier *c = &pending.copier;
+    struct devmem_copier *c = &p->copier;
     struct devmem_err e;
     int src_dev = 0, ordinal = get->dst_dev ? get->ordinal : 0, rc;
 
@@ -205,8 +224,9 @@ static int lay_out(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
             if (chunk > f->len - off) {
                 chunk = f->len - off;
             }
-            if (0 != gather_piece(pool, f->offset + off, (const char *) b->linear + f->offset + off,
-                                  get, dst, chunk, why, len)) {
+            if (0 != gather_piece(df->pipe, pool, f->offset + off,
+                                  (const char *) b->linear + f->offset + off, get, dst, chunk,
+                                  why, len)) {
                 return -1;
             }
             off += chunk;
@@ -277,50 +297,50 @@ static void give_tokens_back(struct inflight_rx *r)
 }
 
 /* The open batch out of the queue, as a list (its launch failed). */
-static struct inflight_rx *cut_open(void)
+static struct inflight_rx *cut_open(struct mca_btl_devmem_gather_pipe *p)
 {
-    struct inflight_rx *batch = pending.open, *r;
+    struct inflight_rx *batch = p->open, *r;
 
-    if (pending.head == batch) {
-        pending.head = pending.tail = NULL;
+    if (p->head == batch) {
+        p->head = p->tail = NULL;
     } else {
-        for (r = pending.head; r->next != batch; r = r->next) {
+        for (r = p->head; r->next != batch; r = r->next) {
         }
         r->next = NULL;
-        pending.tail = r;
+        p->tail = r;
     }
     for (r = batch; NULL != r; r = r->next) {
-        pending.n--;
+        p->n--;
         r->df->gathers--;
     }
-    pending.open = NULL;
-    pending.open_bytes = 0;
+    p->open = NULL;
+    p->open_bytes = 0;
     return batch;
 }
 
-static int reap(uint64_t until);
+static int reap(struct mca_btl_devmem_gather_pipe *p, uint64_t until);
 
 /* Launch the open batch; its receives share the ticket that says when their bytes are in
  * place. A launch that fails fails their endpoints (nothing of the batch runs). */
-static void batch_launch(void)
+static void batch_launch(struct mca_btl_devmem_gather_pipe *p)
 {
-    struct devmem_copier *c = &pending.copier;
+    struct devmem_copier *c = &p->copier;
     struct inflight_rx *r;
     struct devmem_err e;
     uint64_t ticket, flushes = c->stats.flushes;
     size_t n = 0;
 
-    if (NULL == pending.open) {
+    if (NULL == p->open) {
         return;
     }
-    for (r = pending.open; NULL != r; r = r->next) {
+    for (r = p->open; NULL != r; r = r->next) {
         n++;
     }
     mca_btl_devmem_component.stats.gather_batches++;
     if (0 != devmem_copier_submit(c, &ticket, &e)) {
         /* nothing of it runs: every receive of the batch fails with its lane; all their
          * gets are back on their lanes before any endpoint fails and closes its lanes */
-        struct inflight_rx *batch = cut_open(), *next;
+        struct inflight_rx *batch = cut_open(p), *next;
 
         for (r = batch; NULL != r; r = r->next) {
             snprintf(r->why, sizeof(r->why), "device flow %u: gathering on the GPU: %s",
@@ -330,8 +350,8 @@ static void batch_launch(void)
         for (r = batch; NULL != r; r = next) {
             next = r->next;
             give_tokens_back(r);
-            mca_btl_devmem_endpoint_fail(r->df->ep, r->why, 0);
-            rec_put(r);
+            p->sink->fail(p->sink_ctx, r->df->ep, r->why);
+            rec_put(p, r);
         }
         return;
     }
@@ -340,27 +360,28 @@ static void batch_launch(void)
     }
     /* nothing launched (host copies are done): in place once every earlier batch is */
     if (0 == ticket) {
-        ticket = pending.last_ticket;
+        ticket = p->last_ticket;
     }
-    pending.last_ticket = ticket;
-    for (r = pending.open; NULL != r; r = r->next) {
+    p->last_ticket = ticket;
+    for (r = p->open; NULL != r; r = r->next) {
         r->ticket = ticket;
     }
-    pending.tail->batch_last = true;
-    pending.open = NULL;
-    pending.open_bytes = 0;
-    pending.batches++;
+    p->tail->batch_last = true;
+    p->open = NULL;
+    p->open_bytes = 0;
+    p->batches++;
     mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.gathers_inflight_max,
-                             pending.batches);
+                             p->batches);
 }
 
 int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                                   char *why, size_t len)
 {
+    struct mca_btl_devmem_gather_pipe *p = df->pipe;
     struct inflight_rx *r;
 
-    pipe_ready();
-    if (NULL == (r = rec_get(df))) {
+    pipe_ready(p);
+    if (NULL == (r = rec_get(p, df))) {
         snprintf(why, len, "no memory to track a receive");
         return -1;
     }
@@ -369,7 +390,7 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
         if (DEVMEM_FRAG_DMABUF == b->frags[i].kind && 0 != rec_token(r, b->frags[i].token)) {
             /* the lane fails; its ledger returns every token still out when it closes */
             snprintf(why, len, "no memory to hold a receive's tokens");
-            rec_put(r);
+            rec_put(p, r);
             return -1;
         }
     }
@@ -378,32 +399,32 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
          * all go, and are waited for, so that nothing runs into the gets about to fail
          * (this receive's, back on the lane first) or reads pages given back */
         requeue_gets(r);
-        if (NULL != pending.open) {
-            batch_launch();
-            (void) reap(pending.last_ticket);
+        if (NULL != p->open) {
+            batch_launch(p);
+            (void) reap(p, p->last_ticket);
         } else {
-            devmem_copier_discard(&pending.copier); /* its own pieces only: none runs */
+            devmem_copier_discard(&p->copier); /* its own pieces only: none runs */
         }
         give_tokens_back(r);
-        rec_put(r);
+        rec_put(p, r);
         return -1;
     }
-    if (NULL == pending.tail) {
-        pending.head = r;
+    if (NULL == p->tail) {
+        p->head = r;
     } else {
-        pending.tail->next = r;
+        p->tail->next = r;
     }
-    pending.tail = r;
-    if (NULL == pending.open) {
-        pending.open = r;
+    p->tail = r;
+    if (NULL == p->open) {
+        p->open = r;
     }
-    pending.n++;
+    p->n++;
     df->gathers++;
-    pending.open_bytes += b->bytes;
+    p->open_bytes += b->bytes;
     /* someone waits for what this receive finished; or the batch holds enough pool pages */
     if (!opal_list_is_empty(&r->done)
-        || pending.open_bytes >= mca_btl_devmem_component.rx_pool_size / 8) {
-        batch_launch();
+        || p->open_bytes >= mca_btl_devmem_component.rx_pool_size / 8) {
+        batch_launch(p);
     }
     return 0;
 }
@@ -414,14 +435,15 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
  * queue, their tokens back (one flush per lane), then their gets complete, or their lanes'
  * endpoints fail. Taken out before anything completes: a completion may call progress,
  * which reaps too, and may close lanes. */
-static void finish_batch(int rc, const struct devmem_err *e)
+static void finish_batch(struct mca_btl_devmem_gather_pipe *p, int rc,
+                         const struct devmem_err *e)
 {
     struct inflight_rx *batch = NULL, **link = &batch, *r, *next;
     struct devmem_err te;
     bool last;
 
     do {
-        r = pop_oldest();
+        r = pop_oldest(p);
         last = r->batch_last;
         r->next = NULL;
         *link = r;
@@ -462,13 +484,12 @@ static void finish_batch(int rc, const struct devmem_err *e)
 
         next = r->next;
         if (0 != r->failed) {
-            mca_btl_devmem_endpoint_fail(ep, r->why, 0);
+            p->sink->fail(p->sink_ctx, ep, r->why);
         }
         while (NULL != (item = opal_list_remove_first(&r->done))) {
-            mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item,
-                                             OPAL_SUCCESS);
+            p->sink->complete(p->sink_ctx, ep, (mca_btl_devmem_frag_t *) item);
         }
-        rec_put(r);
+        rec_put(p, r);
     }
 }
 
@@ -476,96 +497,98 @@ static void finish_batch(int rc, const struct devmem_err *e)
  * whose ticket is at most until, waiting for them. Tickets are tested in the order they were
  * given, so a failed gather is reported to the batch it belongs to. The open batch is not
  * looked at. */
-static int reap(uint64_t until)
+static int reap(struct mca_btl_devmem_gather_pipe *p, uint64_t until)
 {
     int finished = 0;
 
-    while (NULL != pending.head && pending.head != pending.open) {
-        uint64_t ticket = pending.head->ticket;
+    while (NULL != p->head && p->head != p->open) {
+        uint64_t ticket = p->head->ticket;
         struct devmem_err e;
-        int rc = ticket <= until ? devmem_copier_wait(&pending.copier, ticket, &e)
-                                 : devmem_copier_test(&pending.copier, ticket, &e);
+        int rc = ticket <= until ? devmem_copier_wait(&p->copier, ticket, &e)
+                                 : devmem_copier_test(&p->copier, ticket, &e);
 
         if (0 == rc && ticket > until) {
             break; /* still gathering, and so is every later one */
         }
-        finish_batch(rc < 0 ? rc : 0, &e);
+        finish_batch(p, rc < 0 ? rc : 0, &e);
         finished++;
     }
     return finished;
 }
 
-int mca_btl_devmem_devflow_gather_progress(void)
+int mca_btl_devmem_devflow_gather_progress(struct mca_btl_devmem_gather_pipe *p)
 {
-    return NULL == pending.head ? 0 : reap(0);
+    return NULL == p->head ? 0 : reap(p, 0);
 }
 
-bool mca_btl_devmem_devflow_gather_busy(void)
+bool mca_btl_devmem_devflow_gather_busy(const struct mca_btl_devmem_gather_pipe *p)
 {
     /* the open batch waits for bytes from the network, not for the GPU */
-    return NULL != pending.head && pending.head != pending.open;
+    return NULL != p->head && p->head != p->open;
 }
 
-void mca_btl_devmem_devflow_gather_bound(void)
+void mca_btl_devmem_devflow_gather_bound(struct mca_btl_devmem_gather_pipe *p)
 {
-    while (pending.batches >= (size_t) mca_btl_devmem_component.gather_depth) {
+    while (p->batches >= (size_t) mca_btl_devmem_component.gather_depth) {
         mca_btl_devmem_component.stats.gather_waits++;
-        (void) reap(pending.head->ticket);
+        (void) reap(p, p->head->ticket);
     }
 }
 
 void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df)
 {
+    struct mca_btl_devmem_gather_pipe *p = df->pipe;
+
     while (df->gathers > 0) {
-        struct inflight_rx *r = pending.head;
+        struct inflight_rx *r = p->head;
 
         while (r->df != df) {
             r = r->next;
         }
         if (TICKET_OPEN == r->ticket) {
-            batch_launch(); /* r, gone if the launch failed, is looked for again */
+            batch_launch(p); /* r, gone if the launch failed, is looked for again */
             continue;
         }
         mca_btl_devmem_component.stats.gather_waits++;
-        (void) reap(r->ticket);
+        (void) reap(p, r->ticket);
     }
 }
 
-bool mca_btl_devmem_devflow_gather_wait_oldest(void)
+bool mca_btl_devmem_devflow_gather_wait_oldest(struct mca_btl_devmem_gather_pipe *p)
 {
-    if (NULL == pending.head) {
+    if (NULL == p->head) {
         return false;
     }
     /* a batch never waits for pool pages it holds itself */
-    if (pending.head == pending.open) {
-        batch_launch();
-        if (NULL == pending.head) {
+    if (p->head == p->open) {
+        batch_launch(p);
+        if (NULL == p->head) {
             return true; /* its launch failed: its receives are gone, and their pages */
         }
     }
     mca_btl_devmem_component.stats.gather_waits++;
-    (void) reap(pending.head->ticket);
+    (void) reap(p, p->head->ticket);
     return true;
 }
 
-void mca_btl_devmem_devflow_gather_fini(void)
+void mca_btl_devmem_devflow_gather_fini(struct mca_btl_devmem_gather_pipe *p)
 {
     struct inflight_rx *r;
 
-    if (!pending.ready) {
+    if (!p->ready) {
         return;
     }
     /* every lane forgot its receives when it closed; any left would be a bug, but their
      * memory goes all the same */
-    while (NULL != pending.head) {
-        rec_put(pop_oldest());
+    while (NULL != p->head) {
+        rec_put(p, pop_oldest(p));
     }
-    devmem_copier_fini(&pending.copier);
-    while (NULL != (r = pending.spare)) {
-        pending.spare = r->next;
+    devmem_copier_fini(&p->copier);
+    while (NULL != (r = p->spare)) {
+        p->spare = r->next;
         OBJ_DESTRUCT(&r->done);
         free(r->tokens);
         free(r);
     }
-    memset(&pending, 0, sizeof(pending));
+    pipe_forget(p);
 }

@@ -9,6 +9,8 @@
  *   btl_devmem_devflow_gather.c  the receiving side's batched, pipelined gather into
  *                            destinations: tokens back and gets completed once a batch of
  *                            receives is in place
+ * and for the layer above them that serves lanes from receiving threads
+ * (btl_devmem_rxthread.c: rx_server, rx_step, the gather pipe).
  */
 #ifndef MCA_BTL_DEVMEM_DEVFLOW_INT_H
 #define MCA_BTL_DEVMEM_DEVFLOW_INT_H
@@ -16,6 +18,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_sock.h"
 
+#include "devmem/copy.h"
 #include "devmem/rx.h"
 #include "devmem/tx.h"
 
@@ -39,6 +42,38 @@ enum mca_btl_devmem_devflow_rx_state {
     MCA_BTL_DEVMEM_DF_RX_OPEN,    /* adopted: its ledger is open, gets land through it */
     MCA_BTL_DEVMEM_DF_RX_CLOSED,  /* the peer closed it in order, or it failed; final */
 };
+
+/* Where a gather pipe hands what it finished: a get or chunk whose bytes are in place, and
+ * an endpoint that must fail (why). The progress thread's pipe completes and fails there and
+ * then; a receiving thread's queues both for the progress thread. */
+struct mca_btl_devmem_gather_sink {
+    void (*complete)(void *ctx, mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
+    void (*fail)(void *ctx, mca_btl_devmem_endpoint_t *ep, const char *why);
+};
+
+/* A gather pipe: the receives of the lanes one thread serves, in batches, with their copier
+ * (btl_devmem_devflow_gather.c). Only that thread touches it, or another holding what stops
+ * that thread (the dispatch lock for the progress thread's pipe). */
+struct inflight_rx;
+struct mca_btl_devmem_gather_pipe {
+    bool ready;
+    struct devmem_copier copier;
+    struct inflight_rx *head, *tail; /* in ticket order, the open batch last */
+    struct inflight_rx *open;        /* first receive of the open batch; NULL: none */
+    struct inflight_rx *spare;       /* finished ones, for reuse */
+    size_t n;
+    size_t open_bytes;    /* received into the open batch */
+    size_t batches;       /* launched and not yet finished */
+    uint64_t last_ticket; /* of the latest batch launched */
+    const struct mca_btl_devmem_gather_sink *sink;
+    void *sink_ctx;
+};
+
+/* The progress thread's pipe: lanes no receiving thread serves. */
+extern struct mca_btl_devmem_gather_pipe mca_btl_devmem_gather_main;
+
+void mca_btl_devmem_gather_pipe_init(struct mca_btl_devmem_gather_pipe *p,
+                                     const struct mca_btl_devmem_gather_sink *sink, void *ctx);
 
 /* One lane: a connection in each direction between ep and its peer. A peer has up to
  * btl_devmem_devflows lanes; each answers the requests that name it, in their order. */
@@ -77,6 +112,10 @@ struct mca_btl_devmem_devflow {
     uint64_t expected;               /* bytes still owed to all of gets */
     size_t gathers;                  /* its receives whose gather may still run (in the open
                                       * batch or launched) */
+    struct mca_btl_devmem_gather_pipe *pipe; /* whose: the progress thread's or a receiving
+                                              * thread's (set at adoption) */
+    void *rx_server_data;            /* the receiving-side server's (rx_server below) while
+                                      * it serves the lane; NULL: the progress thread does */
     /* RX_CLAIMED: the connection we wait for */
     struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */
@@ -140,7 +179,52 @@ bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool se
 bool mca_btl_devmem_devflow_fd_spare(void);
 void mca_btl_devmem_devflow_fd_count(int delta);
 
-/* Receiving side: readiness callback of an adopted connection (arg: its lane). */
+/* Who serves the receiving side of open lanes: the progress thread (its watch set) unless a
+ * layer above registers a server (the receiving threads, btl_devmem_rxthread.c). take is
+ * offered each lane as it opens: 0 when the server now serves it (it set df->pipe and
+ * df->rx_server_data; both are written on the progress thread only), -errno to leave it to
+ * the progress thread. give_back comes before a lane it took closes, on the progress thread:
+ * the server stops looking at it, its receives are finished, and what the server's threads
+ * finished is delivered. */
+struct mca_btl_devmem_devflow_rx_server {
+    int (*take)(void *ctx, struct mca_btl_devmem_devflow *df);
+    void (*give_back)(void *ctx, struct mca_btl_devmem_devflow *df);
+    void *ctx;
+};
+/* Register the server (NULL: none, the progress thread serves every lane). Only while no
+ * lane is open. */
+void mca_btl_devmem_devflow_rx_serve(const struct mca_btl_devmem_devflow_rx_server *server);
+
+/* An adopted lane to its server: a receiving thread's, or the progress thread's watch set.
+ * 0, or -errno when it cannot be watched. */
+int mca_btl_devmem_devflow_rx_serve_lane(struct mca_btl_devmem_devflow *df);
+
+/* What one turn of receiving on a lane came to. */
+enum mca_btl_devmem_rx_step {
+    MCA_BTL_DEVMEM_RX_IDLE,    /* nothing to read (or not the lane's turn any more) */
+    MCA_BTL_DEVMEM_RX_DATA,    /* bytes received and handed to the gather */
+    MCA_BTL_DEVMEM_RX_STARVED, /* the pool is full and none of its pages is this pipe's */
+    MCA_BTL_DEVMEM_RX_EOF,     /* the peer closed the lane in order: close it */
+    MCA_BTL_DEVMEM_RX_FAILED,  /* why (and err, an errno or 0) says; fail the endpoint */
+};
+
+/* Receiving side: one turn on open lane df, by whoever serves it (its pipe's thread, with
+ * that thread's receive buffers b): receive what is there, up to a few receives, and hand it
+ * to the gather. Changes no state of the lane: an EOF or failure is the caller's to act on,
+ * through devflow_rx_ended on the progress thread. */
+struct mca_btl_devmem_rx_tally {
+    uint64_t receives, bytes; /* added to by each receive that brought bytes */
+};
+enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem_devflow *df,
+                                                            struct devmem_rx_batch *b, char *why,
+                                                            size_t len, int *err,
+                                                            struct mca_btl_devmem_rx_tally *tally);
+/* The progress thread acts on what a turn came to: EOF closes the receiving side, FAILED
+ * fails the endpoint (err: the errno to say, EPROTO or 0 for none). */
+void mca_btl_devmem_devflow_rx_ended(struct mca_btl_devmem_devflow *df,
+                                     enum mca_btl_devmem_rx_step how, const char *why, int err);
+/* Receiving side: readiness callback of an adopted connection the progress thread serves
+ * (arg: its lane). */
 void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg);
 /* Receiving side of one lane: tokens back, socket closed; gets and chunks still owed
  * complete with OPAL_ERR_UNREACH. */
@@ -158,17 +242,23 @@ void mca_btl_devmem_devflow_rx_account(struct mca_btl_devmem_devflow *df);
  * gets are back at the head of df->gets, to fail with the lane). */
 int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                                   char *why, size_t len);
-/* Wait until fewer than btl_devmem_gather_depth batches are in flight, finishing the oldest. */
-void mca_btl_devmem_devflow_gather_bound(void);
-/* Launch what of df is in the open batch and wait until none of df's receives is in
- * flight, finishing them (and older ones of any lane on the way): tokens back, gets
- * completed, or failed where their gather failed. A completion or failure may close
- * lanes, df's included. */
+/* Wait until fewer than btl_devmem_gather_depth batches of p are in flight, finishing the
+ * oldest. */
+void mca_btl_devmem_devflow_gather_bound(struct mca_btl_devmem_gather_pipe *p);
+/* Launch what of df is in the open batch of its pipe and wait until none of df's receives is
+ * in flight, finishing them (and older ones of any lane on the way): tokens back, gets
+ * completed, or failed where their gather failed. A completion or failure may close lanes,
+ * df's included. */
 void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df);
-/* Wait for the oldest batch (launching the open one when it is the oldest: a batch never
- * waits for pool pages it holds itself) and finish it; false when there is none. */
-bool mca_btl_devmem_devflow_gather_wait_oldest(void);
-void mca_btl_devmem_devflow_gather_fini(void);
+/* Wait for the oldest batch of p (launching the open one when it is the oldest: a batch
+ * never waits for pool pages it holds itself) and finish it; false when there is none. */
+bool mca_btl_devmem_devflow_gather_wait_oldest(struct mca_btl_devmem_gather_pipe *p);
+/* Finish the batches of p whose gather is done; how many. */
+int mca_btl_devmem_devflow_gather_progress(struct mca_btl_devmem_gather_pipe *p);
+/* Batches of p launched and not yet finished (the open batch waits for the network). */
+bool mca_btl_devmem_devflow_gather_busy(const struct mca_btl_devmem_gather_pipe *p);
+/* Free what p holds (its lanes have closed). */
+void mca_btl_devmem_devflow_gather_fini(struct mca_btl_devmem_gather_pipe *p);
 
 END_C_DECLS
 

@@ -18,6 +18,24 @@
 /* Receives per readiness callback before the event loop gets its turn back. */
 #define DEVFLOW_RX_ROUNDS 16
 
+/* The receiving threads' layer, when it serves lanes (devflow_int.h). */
+static const struct mca_btl_devmem_devflow_rx_server *rx_server;
+
+void mca_btl_devmem_devflow_rx_serve(const struct mca_btl_devmem_devflow_rx_server *server)
+{
+    rx_server = server;
+}
+
+int mca_btl_devmem_devflow_rx_serve_lane(struct mca_btl_devmem_devflow *df)
+{
+    df->pipe = &mca_btl_devmem_gather_main;
+    df->rx_server_data = NULL;
+    if (NULL != rx_server && 0 == rx_server->take(rx_server->ctx, df)) {
+        return 0;
+    }
+    return mca_btl_devmem_watch_set(&df->rx_watch, OPAL_EV_READ);
+}
+
 /* ---------------------------------------------------------------- statistics */
 
 void mca_btl_devmem_devflow_rx_account(struct mca_btl_devmem_devflow *df)
@@ -52,6 +70,13 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
     struct devmem_err e;
     int sd;
 
+    /* a receiving thread's lane comes back first: it receives no more, and its receives are
+     * finished and delivered */
+    if (NULL != df->rx_server_data) {
+        rx_server->give_back(rx_server->ctx, df);
+        df->rx_server_data = NULL;
+        df->pipe = &mca_btl_devmem_gather_main;
+    }
     /* receives still gathering: their bytes land first (the GPU may be writing into the
      * gets' buffers), then they give their tokens back and complete; a failure among them
      * may close this lane on the way */
@@ -110,23 +135,21 @@ static uint64_t owed(struct mca_btl_devmem_devflow *df)
     return n;
 }
 
-void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
+enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem_devflow *df,
+                                                            struct devmem_rx_batch *b, char *why,
+                                                            size_t len, int *err,
+                                                            struct mca_btl_devmem_rx_tally *tally)
 {
-    struct mca_btl_devmem_devflow *df = arg;
-    mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    size_t cap;
-    struct devmem_rx_batch *b = mca_btl_devmem_dev_batch(&cap);
-    char why[DEVMEM_ERR_MSG_MAX + 96];
-    int failed = 0;
-    bool said = false;
+    size_t cap = b->len;
+    enum mca_btl_devmem_rx_step result = MCA_BTL_DEVMEM_RX_IDLE;
 
     mca_btl_devmem_progress_activity();
-    (void) mca_btl_devmem_devflow_gather_progress();
-    /* finishing receives completes gets and may fail endpoints, this lane's too: each
-     * round starts on an open lane */
-    for (int round = 0; round < DEVFLOW_RX_ROUNDS && !failed
-                        && MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state; round++) {
+    (void) mca_btl_devmem_devflow_gather_progress(df->pipe);
+    /* finishing receives completes gets and may fail endpoints, this lane's too (on the
+     * progress thread's pipe): each round starts on an open lane */
+    for (int round = 0; round < DEVFLOW_RX_ROUNDS && MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state;
+         round++) {
         struct devmem_err e;
         uint64_t expected = owed(df);
         ssize_t n;
@@ -141,48 +164,57 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         }
         if (-ENOBUFS == n) {
             /* pool full: receives still gathering hold pages; once the oldest is done they
-             * go back. With none in flight it is the other flows' moment: wait for the next
-             * readiness */
+             * go back. With none in flight it is the other flows' moment (another thread's
+             * receives may hold the pool): wait for the next readiness */
             mca_btl_devmem_component.stats.rx_pool_full++;
-            if (mca_btl_devmem_devflow_gather_wait_oldest()) {
+            if (mca_btl_devmem_devflow_gather_wait_oldest(df->pipe)) {
                 continue;
             }
+            result = MCA_BTL_DEVMEM_RX_STARVED;
             break;
         }
         if (n < 0) {
             /* e.msg already ends with the errno's words */
-            snprintf(why, sizeof(why), "device flow %u: receive failed: %s", df->lane, e.msg);
-            failed = -(int) n;
-            said = true;
+            snprintf(why, len, "device flow %u: receive failed: %s", df->lane, e.msg);
+            *err = 0;
+            result = MCA_BTL_DEVMEM_RX_FAILED;
             break;
         }
         mca_btl_devmem_component.stats.recv_calls++;
+        if (NULL != tally) {
+            tally->receives++;
+            tally->bytes += (uint64_t) n;
+        }
         if (0 == n) {
             if (0 == expected) {
                 /* the peer closed its sending side in order (finalize) */
-                DEVMEM_VERBOSE(20, "%s closed its device flow %u", OPAL_NAME_PRINT(ep->peer->name),
-                               df->lane);
-                rx_close(df, "the peer closed it in order");
+                DEVMEM_VERBOSE(20, "%s closed its device flow %u",
+                               OPAL_NAME_PRINT(df->ep->peer->name), df->lane);
+                result = MCA_BTL_DEVMEM_RX_EOF;
                 break;
             }
-            snprintf(why, sizeof(why), "device flow %u closed with %llu bytes of gets owed",
-                     df->lane, (unsigned long long) expected);
-            failed = ECONNRESET;
+            snprintf(why, len, "device flow %u closed with %llu bytes of gets owed", df->lane,
+                     (unsigned long long) expected);
+            *err = ECONNRESET;
+            result = MCA_BTL_DEVMEM_RX_FAILED;
             break;
         }
         if ((uint64_t) n > expected) {
-            snprintf(why, sizeof(why), "the peer sent %zd bytes on device flow %u that no get "
-                     "asked for", n, df->lane);
-            failed = EPROTO;
+            snprintf(why, len, "the peer sent %zd bytes on device flow %u that no get asked for",
+                     n, df->lane);
+            *err = EPROTO;
+            result = MCA_BTL_DEVMEM_RX_FAILED;
             break;
         }
         if (-1 == df->rx_qpos) {
             learn_queue(df, k);
         }
-        if (0 != mca_btl_devmem_devflow_gather(df, b, why, sizeof(why))) {
-            failed = EPROTO;
+        if (0 != mca_btl_devmem_devflow_gather(df, b, why, len)) {
+            *err = EPROTO;
+            result = MCA_BTL_DEVMEM_RX_FAILED;
             break;
         }
+        result = MCA_BTL_DEVMEM_RX_DATA;
         /* the whole receive is this lane's (and its queue's): counted once, not per piece */
         mca_btl_devmem_component.lane_rx_bytes[df->lane] += (uint64_t) n;
         if (df->rx_qpos >= 0) {
@@ -190,20 +222,41 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
         }
         /* what is in place gives its pool pages back now; at most gather_depth batches
          * hold theirs while the lanes receive the next */
-        (void) mca_btl_devmem_devflow_gather_progress();
-        mca_btl_devmem_devflow_gather_bound();
+        (void) mca_btl_devmem_devflow_gather_progress(df->pipe);
+        mca_btl_devmem_devflow_gather_bound(df->pipe);
         if (0 == owed(df)) {
             break; /* nothing owed: EOF or stray bytes wake us again */
         }
     }
     b->len = cap;
     b->ledger = NULL;
-    if (failed) {
-        if (EPROTO == failed) {
-            mca_btl_devmem_component.stats.proto_errors++;
-        }
-        mca_btl_devmem_endpoint_fail(ep, why, EPROTO == failed || said ? 0 : failed);
+    if (MCA_BTL_DEVMEM_RX_FAILED == result && EPROTO == *err) {
+        mca_btl_devmem_component.stats.proto_errors++;
     }
+    return result;
+}
+
+void mca_btl_devmem_devflow_rx_ended(struct mca_btl_devmem_devflow *df,
+                                     enum mca_btl_devmem_rx_step how, const char *why, int err)
+{
+    if (MCA_BTL_DEVMEM_RX_EOF == how) {
+        rx_close(df, "the peer closed it in order");
+    } else if (MCA_BTL_DEVMEM_RX_FAILED == how) {
+        mca_btl_devmem_endpoint_fail(df->ep, why, EPROTO == err ? 0 : err);
+    }
+}
+
+void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
+{
+    struct mca_btl_devmem_devflow *df = arg;
+    size_t cap;
+    struct devmem_rx_batch *b = mca_btl_devmem_dev_batch(&cap);
+    char why[DEVMEM_ERR_MSG_MAX + 96];
+    int err = 0;
+    enum mca_btl_devmem_rx_step how = mca_btl_devmem_devflow_rx_step(df, b, why, sizeof(why),
+                                                                      &err, NULL);
+
+    mca_btl_devmem_devflow_rx_ended(df, how, why, err);
 }
 
 void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df)
@@ -225,7 +278,17 @@ void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df)
     OBJ_DESTRUCT(&doomed);
 }
 
+int mca_btl_devmem_devflow_rx_progress(void)
+{
+    return mca_btl_devmem_devflow_gather_progress(&mca_btl_devmem_gather_main);
+}
+
+bool mca_btl_devmem_devflow_rx_busy(void)
+{
+    return mca_btl_devmem_devflow_gather_busy(&mca_btl_devmem_gather_main);
+}
+
 void mca_btl_devmem_devflow_rx_fini(void)
 {
-    mca_btl_devmem_devflow_gather_fini();
+    mca_btl_devmem_devflow_gather_fini(&mca_btl_devmem_gather_main);
 }

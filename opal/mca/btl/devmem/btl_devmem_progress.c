@@ -328,8 +328,8 @@ int mca_btl_devmem_progress(void)
     }
     ran = mca_btl_devmem_watch_dispatch(0);
     /* receives whose gather was still running: a waiting rank must not sleep on them */
-    if (mca_btl_devmem_devflow_gather_busy()) {
-        ran += mca_btl_devmem_devflow_gather_progress();
+    if (mca_btl_devmem_devflow_rx_busy()) {
+        ran += mca_btl_devmem_devflow_rx_progress();
         mca_btl_devmem_progress_activity();
     }
     /* nothing of ours to wait for; or Open MPI yields on every idle call and we leave it */

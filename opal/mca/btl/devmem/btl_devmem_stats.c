@@ -53,6 +53,9 @@ static uint64_t derived(int index)
         }
         return n;
     }
+    if (MCA_BTL_DEVMEM_STAT_rx_threads == index) {
+        return (uint64_t) __atomic_load_n(&c->rx_threads_running, __ATOMIC_RELAXED);
+    }
     if (MCA_BTL_DEVMEM_STAT_rx_queues == index) {
         uint64_t n = 0;
 
@@ -73,11 +76,11 @@ static uint64_t derived(int index)
         struct devmem_emul_stats es = {0};
 
         if (NULL != k && NULL != k->emul) {
-            /* what only the emulation can see; its counters are the progress path's, and a
-             * tool may read during the run from any thread */
-            mca_btl_devmem_dispatch_lock();
+            /* what only the emulation can see; receiving threads count there, and a tool
+             * may read during the run from any thread */
+            (void) pthread_mutex_lock(&k->emul_lock);
             devmem_emul_get_stats(k->emul, &es);
-            mca_btl_devmem_dispatch_unlock();
+            (void) pthread_mutex_unlock(&k->emul_lock);
         }
         return es.recv_pool_limited;
     }
@@ -122,6 +125,27 @@ static void print_spread(const char *what, _Atomic uint64_t *counts, unsigned in
                 (unsigned) opal_proc_local_get()->proc_name.vpid, line);
 }
 
+/* Per receiving thread, its receives and their bytes. */
+static void print_threads(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    char recv[24 * MCA_BTL_DEVMEM_RX_THREADS_MAX], bytes[24 * MCA_BTL_DEVMEM_RX_THREADS_MAX];
+    size_t ru = 0, bu = 0;
+    int n = __atomic_load_n(&c->rx_threads_running, __ATOMIC_RELAXED);
+
+    for (int i = 0; i < n && i < MCA_BTL_DEVMEM_RX_THREADS_MAX; i++) {
+        ru += (size_t) snprintf(recv + ru, sizeof(recv) - ru, "%s%" PRIu64, i ? "," : "",
+                                atomic_load_explicit(&c->rxthread_receives[i],
+                                                     memory_order_relaxed));
+        bu += (size_t) snprintf(bytes + bu, sizeof(bytes) - bu, "%s%" PRIu64, i ? "," : "",
+                                atomic_load_explicit(&c->rxthread_bytes[i], memory_order_relaxed));
+    }
+    if (n > 0) {
+        opal_output(0, "btl_devmem rxthreads: rank=%u receives=%s rx_bytes=%s",
+                    (unsigned) opal_proc_local_get()->proc_name.vpid, recv, bytes);
+    }
+}
+
 void mca_btl_devmem_stats_print(void)
 {
     uint64_t v[MCA_BTL_DEVMEM_STAT_COUNT];
@@ -138,6 +162,7 @@ void mca_btl_devmem_stats_print(void)
     print_spread("lanes", mca_btl_devmem_component.lane_rx_bytes, MCA_BTL_DEVMEM_DEVFLOWS_MAX);
     print_spread("queues", mca_btl_devmem_component.queue_rx_bytes,
                  MCA_BTL_DEVMEM_RX_QUEUES_MAX);
+    print_threads();
 }
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)

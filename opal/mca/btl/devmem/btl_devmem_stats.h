@@ -37,6 +37,7 @@
     X(recv_calls, COUNTER, "receive calls, control connections and device flows")            \
     X(devmem_modules, DERIVED, "modules (interfaces) whose device path is on")               \
     X(rx_queues, DERIVED, "RX queues bound to this rank's pools (all modules)")             \
+    X(rx_threads, DERIVED, "receiving threads serving device-flow lanes (0: the progress thread)") \
     X(tx_devmem, COUNTER, "payload bytes sent with devmem TX from a dmabuf")                 \
     X(rx_dmabuf, COUNTER, "device-flow bytes that landed in an RX pool (dmabuf fragments)")  \
     X(rx_linear, COUNTER, "device-flow bytes the kernel delivered linear")                   \
@@ -106,7 +107,8 @@ void mca_btl_devmem_stats_read(uint64_t values[MCA_BTL_DEVMEM_STAT_COUNT]);
 /* The btl_devmem_stats line: "btl_devmem stats: rank=R key=value ...", and where device
  * flows carried anything, the lanes line: "btl_devmem lanes: rank=R rx_bytes=B0,B1,..." (by
  * lane number) and, where the kernel says which RX queue each lane arrives on, the queues
- * line (by the queue's place among its module's bound queues). */
+ * line (by the queue's place among its module's bound queues), and with receiving threads,
+ * the rxthreads line: "btl_devmem rxthreads: rank=R receives=N0,N1,... rx_bytes=B0,B1,...". */
 void mca_btl_devmem_stats_print(void);
 
 /* Each key as the MPI_T performance variable btl_devmem_<key> (the component's register). */

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Receiving threads: see btl_devmem_rxthread.h.
+ *
+ * A thread's state is its own but for lane membership, which the progress thread changes
+ * under the thread's lock (taking a lane as it opens, giving it back before it closes): the
+ * thread holds that lock for each turn, from the moment epoll_wait returns to the next wait,
+ * so the progress thread only ever finds it between turns or asleep. epoll names a lane by
+ * its slot in the thread's table and the slot's generation, never by pointer: a lane given
+ * back between a wait and the lock is recognised as gone without touching it.
+ *
+ * What a thread finishes goes to the progress thread through the hand-over queue (its own
+ * leaf lock): gets whose bytes are in place, and lanes that ended (in order, or failed).
+ * An eventfd in the progress thread's watch set says the queue has something.
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "btl_devmem_dev.h"
+#include "btl_devmem_devflow_int.h"
+#include "btl_devmem_endpoint.h"
+#include "btl_devmem_rxthread.h"
+
+#define RX_EVENTS 16
+#define SLOT_BITS 24 /* epoll data: generation << SLOT_BITS | slot */
+
+struct rxthread {
+    unsigned int index;
+    pthread_t tid;
+    bool running;
+    int epfd;
+    int wake_fd;          /* eventfd: stop */
+    pthread_mutex_t lock; /* the thread's for a turn; the progress thread's to change lanes */
+    bool stop;
+    /* lanes served, by slot (NULL: free) and each slot's generation */
+    struct mca_btl_devmem_devflow **lanes;
+    uint32_t *gen;
+    size_t nslots, nlanes;
+    struct mca_btl_devmem_gather_pipe pipe;
+    struct devmem_rx_batch batch;
+    bool batch_ready;
+};
+
+/* One thing handed to the progress thread. */
+struct handed {
+    mca_btl_devmem_endpoint_t *ep;
+    mca_btl_devmem_frag_t *frag;     /* a get or chunk in place; NULL: an event */
+    struct mca_btl_devmem_devflow *df; /* an ended lane (how), or NULL: fail ep (why) */
+    enum mca_btl_devmem_rx_step how;
+    int err;
+    char *why; /* events only: malloc'd */
+};
+
+static struct {
+    struct rxthread *t;
+    int n;
+    int notify_fd;
+    mca_btl_devmem_watch_t notify_watch;
+    pthread_mutex_t out_lock; /* leaf: the queue below */
+    struct handed *q;
+    size_t qn, qcap;
+    bool oom; /* a hand-over could not be queued: said once */
+} rxt = {.notify_fd = -1, .out_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---------------------------------------------------------------- the hand-over queue */
+
+static void hand(const struct handed *h)
+{
+    bool first;
+
+    (void) pthread_mutex_lock(&rxt.out_lock);
+    if (rxt.qn == rxt.qcap) {
+        size_t ncap = rxt.qcap ? 2 * rxt.qcap : 256;
+        struct handed *nq = realloc(rxt.q, ncap * sizeof(*nq));
+
+        if (NULL == nq) {
+            /* nothing to do but wait for memory: the get is not lost, only late */
+            (void) pthread_mutex_unlock(&rxt.out_lock);
+            if (!rxt.oom) {
+                rxt.oom = true;
+                opal_output(0, "btl:devmem: receiving thread: no memory to hand over a "
+                               "finished get; retrying");
+            }
+            usleep(1000);
+            hand(h);
+            return;
+        }
+        rxt.q = nq;
+        rxt.qcap = ncap;
+    }
+    first = 0 == rxt.qn;
+    rxt.q[rxt.qn++] = *h;
+    (void) pthread_mutex_unlock(&rxt.out_lock);
+    if (first) {
+        uint64_t one = 1;
+
+        (void) !write(rxt.notify_fd, &one, sizeof(one));
+    }
+}
+
+static void sink_complete(void *ctx, mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
+{
+    struct handed h = {.ep = ep, .frag = frag};
+
+    hand(&h);
+}
+
+static void sink_fail(void *ctx, mca_btl_devmem_endpoint_t *ep, const char *why)
+{
+    struct handed h = {.ep = ep, .how = MCA_BTL_DEVMEM_RX_FAILED, .why = strdup(why)};
+
+    hand(&h);
+}
+
+static const struct mca_btl_devmem_gather_sink thread_sink = {sink_complete, sink_fail};
+
+/* What the threads handed over, done on the progress thread (dispatch lock held). Taken out
+ * whole first: a completion may call progress, which delivers too. */
+static int deliver(void)
+{
+    struct handed *q;
+    size_t n;
+
+    (void) pthread_mutex_lock(&rxt.out_lock);
+    q = rxt.q;
+    n = rxt.qn;
+    rxt.q = NULL;
+    rxt.qn = rxt.qcap = 0;
+    (void) pthread_mutex_unlock(&rxt.out_lock);
+    for (size_t i = 0; i < n; i++) {
+        struct handed *h = &q[i];
+
+        if (NULL != h->frag) {
+            mca_btl_devmem_endpoint_complete(h->ep, h->frag, OPAL_SUCCESS);
+        } else if (NULL != h->df) {
+            mca_btl_devmem_devflow_rx_ended(h->df, h->how, NULL == h->why ? "" : h->why,
+                                            h->err);
+        } else {
+            mca_btl_devmem_endpoint_fail(h->ep, NULL == h->why ? "receiving thread" : h->why,
+                                         0);
+        }
+        free(h->why);
+    }
+    free(q);
+    return (int) n;
+}
+
+static void notify_cb(int fd, short flags, void *arg)
+{
+    uint64_t v;
+
+    (void) !read(fd, &v, sizeof(v));
+    (void) deliver();
+}
+
+/* ---------------------------------------------------------------- lanes of a thread */
+
+static uint64_t cookie(const struct rxthread *t, size_t slot)
+{
+    return ((uint64_t) t->gen[slot] << SLOT_BITS) | slot;
+}
+
+/* Out of t's table and epoll set (t's lock held): t looks at the lane no more. */
+static void detach(struct rxthread *t, size_t slot)
+{
+    struct mca_btl_devmem_devflow *df = t->lanes[slot];
+
+    (void) epoll_ctl(t->epfd, EPOLL_CTL_DEL, df->rx_sd, NULL);
+    t->lanes[slot] = NULL;
+    t->gen[slot]++;
+    t->nlanes--;
+}
+
+static size_t slot_of(const struct rxthread *t, const struct mca_btl_devmem_devflow *df)
+{
+    for (size_t i = 0; i < t->nslots; i++) {
+        if (t->lanes[i] == df) {
+            return i;
+        }
+    }
+    return SIZE_MAX;
+}
+
+/* One turn on the lane in slot: receive and gather; an end is handed over, the lane's
+ * receives finished first so that it leaves nothing in this thread's pipe. */
+static bool turn(struct rxthread *t, size_t slot)
+{
+    struct mca_btl_devmem_devflow *df = t->lanes[slot];
+    struct mca_btl_devmem_rx_tally tally = {0, 0};
+    char why[DEVMEM_ERR_MSG_MAX + 96];
+    int err = 0;
+    enum mca_btl_devmem_rx_step how;
+
+    how = mca_btl_devmem_devflow_rx_step(df, &t->batch, why, sizeof(why), &err, &tally);
+    mca_btl_devmem_component.rxthread_receives[t->index] += tally.receives;
+    mca_btl_devmem_component.rxthread_bytes[t->index] += tally.bytes;
+    if (MCA_BTL_DEVMEM_RX_EOF == how || MCA_BTL_DEVMEM_RX_FAILED == how) {
+        struct handed h = {.ep = df->ep, .df = df, .how = how, .err = err,
+                           .why = MCA_BTL_DEVMEM_RX_FAILED == how ? strdup(why) : NULL};
+
+        mca_btl_devmem_devflow_gather_settle(df);
+        detach(t, slot);
+        hand(&h);
+    }
+    return MCA_BTL_DEVMEM_RX_STARVED == how;
+}
+
+static void *serve(void *arg)
+{
+    struct rxthread *t = arg;
+    struct epoll_event ev[RX_EVENTS];
+
+    for (;;) {
+        bool busy, starved = false;
+        int n;
+
+        /* asleep while its lanes are idle; a batch still gathering is looked at again */
+        (void) pthread_mutex_lock(&t->lock);
+        busy = mca_btl_devmem_devflow_gather_busy(&t->pipe);
+        (void) pthread_mutex_unlock(&t->lock);
+        n = epoll_wait(t->epfd, ev, RX_EVENTS, busy ? 0 : -1);
+        (void) pthread_mutex_lock(&t->lock);
+        if (t->stop) {
+            (void) pthread_mutex_unlock(&t->lock);
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t c = ev[i].data.u64;
+            size_t slot = (size_t) (c & ((1u << SLOT_BITS) - 1));
+
+            if (UINT64_MAX == c) {
+                uint64_t v;
+
+                (void) !read(t->wake_fd, &v, sizeof(v));
+            } else if (slot < t->nslots && NULL != t->lanes[slot] && cookie(t, slot) == c) {
+                starved |= turn(t, slot);
+            }
+        }
+        (void) mca_btl_devmem_devflow_gather_progress(&t->pipe);
+        (void) pthread_mutex_unlock(&t->lock);
+        if (starved) {
+            /* the pool is full of other threads' receives: let them finish */
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the server */
+
+static int take(void *ctx, struct mca_btl_devmem_devflow *df)
+{
+    struct rxthread *t = NULL;
+    struct epoll_event ev = {.events = EPOLLIN};
+    size_t slot, fewest = SIZE_MAX;
+    int rc = 0;
+
+    /* the thread with the fewest lanes (a thread drops the lanes that end by itself) */
+    for (int i = 0; i < rxt.n; i++) {
+        (void) pthread_mutex_lock(&rxt.t[i].lock);
+        if (rxt.t[i].nlanes < fewest) {
+            fewest = rxt.t[i].nlanes;
+            t = &rxt.t[i];
+        }
+        (void) pthread_mutex_unlock(&rxt.t[i].lock);
+    }
+    (void) pthread_mutex_lock(&t->lock);
+    if (SIZE_MAX == (slot = slot_of(t, NULL))) {
+        size_t ncap = t->nslots ? 2 * t->nslots : 8;
+        struct mca_btl_devmem_devflow **nl = realloc(t->lanes, ncap * sizeof(*nl));
+        uint32_t *ng = NULL == nl ? NULL : realloc(t->gen, ncap * sizeof(*ng));
+
+        if (NULL != nl) {
+            t->lanes = nl;
+        }
+        if (NULL == nl || NULL == ng || ncap >= (1u << SLOT_BITS)) {
+            (void) pthread_mutex_unlock(&t->lock);
+            return -ENOMEM;
+        }
+        t->gen = ng;
+        for (size_t i = t->nslots; i < ncap; i++) {
+            t->lanes[i] = NULL;
+            t->gen[i] = 0;
+        }
+        slot = t->nslots;
+        t->nslots = ncap;
+    }
+    t->lanes[slot] = df;
+    ev.data.u64 = cookie(t, slot);
+    if (0 != epoll_ctl(t->epfd, EPOLL_CTL_ADD, df->rx_sd, &ev)) {
+        rc = -errno;
+        t->lanes[slot] = NULL;
+    } else {
+        t->nlanes++;
+        df->pipe = &t->pipe;
+        df->rx_server_data = t;
+    }
+    (void) pthread_mutex_unlock(&t->lock);
+    if (0 == rc) {
+        DEVMEM_VERBOSE(20, "device flow %u from %s: receiving thread %u", df->lane,
+                       OPAL_NAME_PRINT(df->ep->peer->name), t->index);
+    }
+    return rc;
+}
+
+static void give_back(void *ctx, struct mca_btl_devmem_devflow *df)
+{
+    struct rxthread *t = df->rx_server_data;
+    size_t slot;
+
+    (void) pthread_mutex_lock(&t->lock);
+    if (SIZE_MAX != (slot = slot_of(t, df))) {
+        /* its receives finish here, with the thread between turns */
+        mca_btl_devmem_devflow_gather_settle(df);
+        detach(t, slot);
+    }
+    (void) pthread_mutex_unlock(&t->lock);
+    (void) deliver();
+}
+
+static const struct mca_btl_devmem_devflow_rx_server server = {take, give_back, NULL};
+
+/* ---------------------------------------------------------------- start, stop */
+
+static int thread_open(struct rxthread *t, unsigned int index)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
+    struct devmem_err e;
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    t->index = index;
+    t->epfd = t->wake_fd = -1;
+    (void) pthread_mutex_init(&t->lock, NULL);
+    mca_btl_devmem_gather_pipe_init(&t->pipe, &thread_sink, t);
+    if (0 != mca_btl_devmem_dev_batch_init(&t->batch, &e)) {
+        opal_output(0, "btl:devmem: receiving thread %u: %s", index, e.msg);
+        return -ENOMEM;
+    }
+    t->batch_ready = true;
+    if ((t->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0
+        || (t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0
+        || 0 != epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->wake_fd, &ev)) {
+        return -errno;
+    }
+    if (0 != (rc = pthread_create(&t->tid, NULL, serve, t))) {
+        return -rc;
+    }
+    t->running = true;
+    return 0;
+}
+
+static void thread_close(struct rxthread *t)
+{
+    if (t->running) {
+        uint64_t one = 1;
+
+        (void) pthread_mutex_lock(&t->lock);
+        t->stop = true;
+        (void) pthread_mutex_unlock(&t->lock);
+        (void) !write(t->wake_fd, &one, sizeof(one));
+        (void) pthread_join(t->tid, NULL);
+        t->running = false;
+    }
+    /* every lane was given back as it closed: the pipe is empty */
+    mca_btl_devmem_devflow_gather_fini(&t->pipe);
+    if (t->batch_ready) {
+        devmem_rx_batch_fini(&t->batch);
+    }
+    if (t->wake_fd >= 0) {
+        close(t->wake_fd);
+    }
+    if (t->epfd >= 0) {
+        close(t->epfd);
+    }
+    free(t->lanes);
+    free(t->gen);
+    (void) pthread_mutex_destroy(&t->lock);
+}
+
+int mca_btl_devmem_rxthreads_start(int n)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    int rc = 0;
+
+    if (n <= 0) {
+        return 0;
+    }
+    if (NULL == (rxt.t = calloc((size_t) n, sizeof(*rxt.t)))) {
+        return -ENOMEM;
+    }
+    if ((rxt.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        rc = -errno;
+    } else {
+        mca_btl_devmem_watch_init(&rxt.notify_watch, rxt.notify_fd, notify_cb, NULL);
+        rc = mca_btl_devmem_watch_set(&rxt.notify_watch, OPAL_EV_READ);
+    }
+    for (int i = 0; i < n && 0 == rc; i++) {
+        rxt.n = i + 1;
+        rc = thread_open(&rxt.t[i], (unsigned int) i);
+    }
+    if (0 != rc) {
+        mca_btl_devmem_rxthreads_stop();
+        return rc;
+    }
+    for (int i = 0; i < MCA_BTL_DEVMEM_RX_THREADS_MAX; i++) {
+        c->rxthread_receives[i] = 0;
+        c->rxthread_bytes[i] = 0;
+    }
+    __atomic_store_n(&c->rx_threads_running, n, __ATOMIC_RELAXED);
+    mca_btl_devmem_devflow_rx_serve(&server);
+    DEVMEM_VERBOSE(10, "%d receiving thread(s) serve the device flows", n);
+    return 0;
+}
+
+void mca_btl_devmem_rxthreads_stop(void)
+{
+    mca_btl_devmem_devflow_rx_serve(NULL);
+    for (int i = 0; i < rxt.n; i++) {
+        thread_close(&rxt.t[i]);
+    }
+    (void) deliver(); /* nothing is left to hand over: lanes end before the threads */
+    if (rxt.notify_fd >= 0) {
+        (void) mca_btl_devmem_watch_set(&rxt.notify_watch, 0);
+        close(rxt.notify_fd);
+        rxt.notify_fd = -1;
+    }
+    free(rxt.t);
+    rxt.t = NULL;
+    rxt.n = 0;
+    __atomic_store_n(&mca_btl_devmem_component.rx_threads_running, 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Receiving threads (btl_devmem_rx_threads): a layer above the endpoint and its device
+ * flows. Each thread serves whole device-flow lanes, receiving side: it sleeps in epoll on
+ * their sockets, receives, gathers in its own pipe (its own copier and batches), gives
+ * tokens back, and hands the gets it finished, and the endpoints that must fail, to the
+ * progress thread through a short-locked queue, which the progress thread empties when an
+ * eventfd in its watch set says there is something (btl_devmem.h: Threads).
+ *
+ * Lanes come to a thread when they open (the device-flow layer offers them through the
+ * rx_server it was given) and go back before they close (give_back, on the progress
+ * thread: the thread's lock is taken, so the thread is between turns).
+ */
+#ifndef MCA_BTL_DEVMEM_RXTHREAD_H
+#define MCA_BTL_DEVMEM_RXTHREAD_H
+
+#include "btl_devmem.h"
+
+BEGIN_C_DECLS
+
+/* Start n receiving threads (the component's init, with the device path on) and register
+ * them as the device flows' receiving server. 0, or -errno with nothing started. */
+int mca_btl_devmem_rxthreads_start(int n);
+
+/* Stop them (the component's close: every lane has closed). */
+void mca_btl_devmem_rxthreads_stop(void);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_DEVMEM_RXTHREAD_H */
