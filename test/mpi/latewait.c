@@ -2,12 +2,14 @@
 /*
  * latewait: ranks that wait for a rank still computing, with more ranks than cores.
  *
- * Every rank says hello to rank 0 (which connects it). Then rank 0 computes for -s seconds
+ * Every rank says hello to rank 0 (which connects it; with -W the hello carries -m bytes,
+ * checked, so that rank 0's device flows from each rank are open before it computes). Then
+ * rank 0 computes for -s seconds
  * without calling MPI while every other rank already waits in MPI_Recv for its message; then rank 0 sends each of them -m bytes, and each answers
  * with as many. Every byte is checked both ways. Run oversubscribed (say 3 ranks on 2 CPUs):
  * a waiting rank that kept spinning would take the CPU that rank 0 computes on.
  *
- *   latewait [-m SIZE] [-s SECONDS]
+ *   latewait [-m SIZE] [-s SECONDS] [-W] [-v]  (-v: rank 0 says when it starts computing)
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include "common.h"
 
 static double compute_s = 1.0;
+static int warm;
 
 static int opt_cb(int opt, const char *arg)
 {
@@ -23,6 +26,10 @@ static int opt_cb(int opt, const char *arg)
     if ('s' == opt) {
         compute_s = strtod(arg, &end);
         return '\0' == *end && compute_s >= 0 ? 0 : -1;
+    }
+    if ('W' == opt) {
+        warm = 1;
+        return 0;
     }
     return -1;
 }
@@ -47,8 +54,10 @@ int main(int argc, char **argv)
     char *buf;
     double waited = 0, longest = 0;
 
-    test_init(&argc, &argv, "latewait", 1024 * 1024, 1, "s:",
-              "  -s SECONDS  how long rank 0 computes before it sends (default 1)\n", opt_cb);
+    test_init(&argc, &argv, "latewait", 1024 * 1024, 1, "s:W",
+              "  -s SECONDS  how long rank 0 computes before it sends (default 1)\n"
+              "  -W          the hello carries -m bytes (device flows open before the wait)\n",
+              opt_cb);
     if (test_size < 2) {
         test_die("needs 2 ranks");
     }
@@ -58,13 +67,23 @@ int main(int argc, char **argv)
      * a wait on a live connection */
     if (0 == test_rank) {
         for (int r = 1; r < test_size; r++) {
-            MPI_Recv(buf, 0, MPI_BYTE, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, warm ? (int) len : 0, MPI_BYTE, r, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            if (warm) {
+                pat_check(buf, len, r, 0, 0xee, 0, "a hello");
+            }
         }
     } else {
-        MPI_Send(buf, 0, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        if (warm) {
+            pat_fill(buf, len, test_rank, 0, 0xee, 0);
+        }
+        MPI_Send(buf, warm ? (int) len : 0, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
     }
     if (0 == test_rank) {
-        uint64_t h = compute(compute_s);
+        uint64_t h;
+
+        test_note("computing for %.1f s", compute_s);
+        h = compute(compute_s);
 
         for (int r = 1; r < test_size; r++) {
             pat_fill(buf, len, 0, r, h & 0xff, 0);

@@ -2,7 +2,8 @@
 /*
  * NIC locality: on a made-up two-socket GPU node (data/topo-two-sockets.xml) every class of
  * PCI path between the GPU and a NIC comes out as built; unknown devices and interfaces, and
- * a topology that cannot be read, say so. This machine's own topology loads too.
+ * a topology that cannot be read, say so; the CPUs near each NIC are its package's. This
+ * machine's own topology loads too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -98,6 +99,25 @@ int main(void)
     rc = devmem_topo_path(topo, "0000:9A:00.0", "nicsw", &p, &e);
     CHECK(-ENOENT == rc && DEVMEM_PATH_UNKNOWN == p && NULL != strstr(e.msg, "0000:9A:00.0"),
           "a bus id the topology lacks: \"%s\"", e.msg);
+    /* the CPUs near a NIC: its package's (0-1 on socket 0, 2-3 on socket 1) */
+    {
+        int cpus[8];
+        size_t n;
+
+        rc = devmem_topo_nic_cpus(topo, "nicsw", cpus, 8, &n, &e);
+        CHECK(0 == rc && 2 == n && 0 == cpus[0] && 1 == cpus[1],
+              "CPUs near nicsw (socket 0): %zu of them, %d,%d", n, n > 0 ? cpus[0] : -1,
+              n > 1 ? cpus[1] : -1);
+        rc = devmem_topo_nic_cpus(topo, "nicsys", cpus, 8, &n, &e);
+        CHECK(0 == rc && 2 == n && 2 == cpus[0] && 3 == cpus[1],
+              "CPUs near nicsys (socket 1): %zu of them, %d,%d", n, n > 0 ? cpus[0] : -1,
+              n > 1 ? cpus[1] : -1);
+        rc = devmem_topo_nic_cpus(topo, "nicsys", cpus, 1, &n, &e);
+        CHECK(0 == rc && 1 == n && 2 == cpus[0], "at most max CPUs: %zu", n);
+        rc = devmem_topo_nic_cpus(topo, "veth-not-pci", cpus, 8, &n, &e);
+        CHECK(-ENOENT == rc && 0 == n && NULL != strstr(e.msg, "veth-not-pci"),
+              "no CPUs near an interface that is no PCI device: \"%s\"", e.msg);
+    }
     devmem_topo_close(topo);
 
     rc = devmem_topo_open(&topo, NULL, &e);

@@ -30,6 +30,8 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_rxthread.h"
 
+#include "devmem/locality.h"
+
 #define RX_EVENTS 16
 #define SLOT_BITS 24 /* epoll data: generation << SLOT_BITS | slot */
 
@@ -329,12 +331,108 @@ static void give_back(void *ctx, struct mca_btl_devmem_devflow *df)
 
 static const struct mca_btl_devmem_devflow_rx_server server = {take, give_back, NULL};
 
+/* ---------------------------------------------------------------- placement */
+
+/* Where the threads run. Near the NIC of the device path (hwloc: its NUMA node or package)
+ * and off the CPUs this rank is bound to, where it computes: the NIC's CPUs less the rank's
+ * when that leaves any, else every CPU less the rank's. A rank bound nowhere (all CPUs) has
+ * its threads on the NIC's CPUs when they are known. Otherwise, or when nothing is left,
+ * the threads run where the rank does. false: leave them so; said tells why, or where. */
+static bool place(cpu_set_t *where, char *said, size_t len)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    const char *xml = NULL != c->topology && '\0' != c->topology[0] ? c->topology : NULL;
+    const char *nic = NULL;
+    cpu_set_t own, near, all;
+    struct devmem_topo *topo = NULL;
+    struct devmem_err e;
+    int cpus[CPU_SETSIZE];
+    size_t n = 0;
+    bool bound, known = false;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+
+    CPU_ZERO(&all);
+    CPU_ZERO(&near);
+    for (long i = 0; i < ncpu && i < CPU_SETSIZE; i++) {
+        CPU_SET(i, &all);
+    }
+    if (0 != sched_getaffinity(0, sizeof(own), &own)) {
+        snprintf(said, len, "where the rank runs (its binding unknown: %s)", strerror(errno));
+        return false;
+    }
+    CPU_AND(&own, &own, &all);
+    bound = !CPU_EQUAL(&own, &all);
+    for (int i = 0; i < c->num_modules && NULL == nic; i++) {
+        if (NULL != c->modules[i]->dev && !c->modules[i]->itf.loopback) {
+            nic = c->modules[i]->itf.name;
+        }
+    }
+    if (NULL != nic && 0 == devmem_topo_open(&topo, xml, &e)
+        && 0 == devmem_topo_nic_cpus(topo, nic, cpus, CPU_SETSIZE, &n, &e)) {
+        for (size_t i = 0; i < n; i++) {
+            CPU_SET(cpus[i], &near);
+        }
+        CPU_AND(&near, &near, &all);
+        known = CPU_COUNT(&near) > 0;
+    }
+    devmem_topo_close(topo);
+    if (!bound) {
+        if (!known) {
+            snprintf(said, len, "where the rank runs (unbound; %s)",
+                     NULL == nic ? "no NIC carries the device path" : "its NIC's CPUs unknown");
+            return false;
+        }
+        *where = near;
+        snprintf(said, len, "near %s", nic);
+        return true;
+    }
+    CPU_XOR(where, known ? &near : &all, &own);
+    CPU_AND(where, where, known ? &near : &all);
+    if (0 == CPU_COUNT(where) && known) {
+        CPU_XOR(where, &all, &own);
+        CPU_AND(where, where, &all);
+    }
+    if (0 == CPU_COUNT(where)) {
+        snprintf(said, len, "where the rank runs (no CPU to spare beside its binding)");
+        return false;
+    }
+    if (known) {
+        snprintf(said, len, "near %s, off this rank's CPUs", nic);
+    } else {
+        snprintf(said, len, "off this rank's CPUs; %s",
+                 NULL == nic ? "no NIC carries the device path" : "its NIC's CPUs unknown");
+    }
+    return true;
+}
+
+/* "0-3,8" for messages */
+static void cpus_str(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < CPU_SETSIZE && used < len; i++) {
+        int j = i;
+
+        if (!CPU_ISSET(i, set)) {
+            continue;
+        }
+        while (j + 1 < CPU_SETSIZE && CPU_ISSET(j + 1, set)) {
+            j++;
+        }
+        used += (size_t) snprintf(buf + used, len - used, i == j ? "%s%d" : "%s%d-%d",
+                                  used ? "," : "", i, j);
+        i = j;
+    }
+}
+
 /* ---------------------------------------------------------------- start, stop */
 
-static int thread_open(struct rxthread *t, unsigned int index)
+static int thread_open(struct rxthread *t, unsigned int index, const cpu_set_t *where)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = UINT64_MAX};
     struct devmem_err e;
+    char name[32];
     int rc;
 
     memset(t, 0, sizeof(*t));
@@ -356,6 +454,12 @@ static int thread_open(struct rxthread *t, unsigned int index)
         return -rc;
     }
     t->running = true;
+    if (NULL != where) {
+        (void) pthread_setaffinity_np(t->tid, sizeof(*where), where);
+    }
+    snprintf(name, sizeof(name), "devmem-rx%u", index);
+    name[15] = '\0'; /* the kernel's limit */
+    (void) pthread_setname_np(t->tid, name); /* top -H, ps -L */
     return 0;
 }
 
@@ -390,11 +494,15 @@ static void thread_close(struct rxthread *t)
 int mca_btl_devmem_rxthreads_start(int n)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    cpu_set_t where;
+    char said[128], list[256];
+    bool pinned;
     int rc = 0;
 
     if (n <= 0) {
         return 0;
     }
+    pinned = place(&where, said, sizeof(said));
     if (NULL == (rxt.t = calloc((size_t) n, sizeof(*rxt.t)))) {
         return -ENOMEM;
     }
@@ -406,7 +514,7 @@ int mca_btl_devmem_rxthreads_start(int n)
     }
     for (int i = 0; i < n && 0 == rc; i++) {
         rxt.n = i + 1;
-        rc = thread_open(&rxt.t[i], (unsigned int) i);
+        rc = thread_open(&rxt.t[i], (unsigned int) i, pinned ? &where : NULL);
     }
     if (0 != rc) {
         mca_btl_devmem_rxthreads_stop();
@@ -418,7 +526,13 @@ int mca_btl_devmem_rxthreads_start(int n)
     }
     __atomic_store_n(&c->rx_threads_running, n, __ATOMIC_RELAXED);
     mca_btl_devmem_devflow_rx_serve(&server);
-    DEVMEM_VERBOSE(10, "%d receiving thread(s) serve the device flows", n);
+    if (pinned) {
+        cpus_str(&where, list, sizeof(list));
+        DEVMEM_VERBOSE(10, "%d receiving thread(s) serve the device flows, on CPUs %s (%s)", n,
+                       list, said);
+    } else {
+        DEVMEM_VERBOSE(10, "%d receiving thread(s) serve the device flows, %s", n, said);
+    }
     return 0;
 }
 

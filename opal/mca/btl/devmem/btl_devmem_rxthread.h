@@ -10,6 +10,11 @@
  * Lanes come to a thread when they open (the device-flow layer offers them through the
  * rx_server it was given) and go back before they close (give_back, on the progress
  * thread: the thread's lock is taken, so the thread is between turns).
+ *
+ * The threads are named devmem-rx<N> and placed near the device path's NIC (hwloc: its
+ * NUMA node or package) and off the CPUs this rank is bound to, where there are CPUs to
+ * spare (the placement is said at btl_devmem_verbose 10). Other ranks' bindings on the
+ * node are not looked at.
  */
 #ifndef MCA_BTL_DEVMEM_RXTHREAD_H
 #define MCA_BTL_DEVMEM_RXTHREAD_H

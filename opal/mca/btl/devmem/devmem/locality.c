@@ -163,6 +163,28 @@ int devmem_topo_path(struct devmem_topo *topo, const char *busid, const char *if
     return 0;
 }
 
+int devmem_topo_nic_cpus(struct devmem_topo *topo, const char *ifname, int *cpus, size_t max,
+                         size_t *n, struct devmem_err *err)
+{
+    hwloc_obj_t nic = pci_of_interface(topo->t, ifname), near;
+    int cpu;
+
+    *n = 0;
+    if (NULL == nic || NULL == (near = hwloc_get_non_io_ancestor_obj(topo->t, nic))
+        || NULL == near->cpuset) {
+        return devmem_err_set(err, ENOENT, "hwloc: %s is no PCI device the topology knows",
+                              ifname);
+    }
+    hwloc_bitmap_foreach_begin(cpu, near->cpuset)
+    {
+        if (*n < max) {
+            cpus[(*n)++] = cpu;
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    return 0;
+}
+
 #else /* !HAVE_HWLOC */
 
 int devmem_topo_open(struct devmem_topo **topo, const char *xml, struct devmem_err *err)
@@ -180,6 +202,13 @@ int devmem_topo_path(struct devmem_topo *topo, const char *busid, const char *if
                      enum devmem_path *path, struct devmem_err *err)
 {
     *path = DEVMEM_PATH_UNKNOWN;
+    return devmem_err_set(err, ENOSYS, "built without hwloc");
+}
+
+int devmem_topo_nic_cpus(struct devmem_topo *topo, const char *ifname, int *cpus, size_t max,
+                         size_t *n, struct devmem_err *err)
+{
+    *n = 0;
     return devmem_err_set(err, ENOSYS, "built without hwloc");
 }
 

@@ -41,4 +41,10 @@ void devmem_topo_close(struct devmem_topo *topo);
 int devmem_topo_path(struct devmem_topo *topo, const char *busid, const char *ifname,
                      enum devmem_path *path, struct devmem_err *err);
 
+/* The CPUs nearest network interface ifname: those of the nearest non-I/O object above its
+ * PCI device (its NUMA node or package), as OS CPU numbers, ascending, at most max of them
+ * in cpus; *n says how many. -ENOENT when ifname is no PCI device's (veth, lo). */
+int devmem_topo_nic_cpus(struct devmem_topo *topo, const char *ifname, int *cpus, size_t max,
+                         size_t *n, struct devmem_err *err);
+
 #endif /* DEVMEM_LOCALITY_H */
