@@ -357,6 +357,14 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
             printf(", hds-thresh not reported");
         }
         printf("\n");
+        /* a devmem fragment (a token to give back) holds at most one RX buffer */
+        if (rings.has_rx_buf_len && rings.rx_buf_len > 0) {
+            printf("  RX buffers:    rx-buf-len %u bytes (at least %u tokens a MiB)\n",
+                   rings.rx_buf_len, (unsigned) ((1u << 20) / rings.rx_buf_len));
+        } else {
+            printf("  RX buffers:    rx-buf-len not reported (the driver's own, a page or a "
+                   "packet: a token per packet)\n");
+        }
         if (o->verbose) {
             printf("  rings:         rx %u/%u, tx %u/%u\n", rings.rx, rings.rx_max, rings.tx,
                    rings.tx_max);

@@ -166,7 +166,8 @@ static void test_rings_codec(void)
                                                  "name-too-long-for-ifnamsiz"),
           "rings-get: an interface name over IFNAMSIZ is refused");
 
-    /* a reply: rx 512/1024, tcp-data-split on, hds-thresh 0 of max 1024, then ACK */
+    /* a reply: rx 512/1024, tcp-data-split on, hds-thresh 0 of max 1024, rx-buf-len 32 KiB,
+     * then ACK */
     memset(buf, 0, sizeof(buf));
     nlh = mnl_nlmsg_put_header(buf);
     nlh->nlmsg_type = FAMILY;
@@ -178,6 +179,7 @@ static void test_rings_codec(void)
     mnl_attr_put_u8(nlh, 11, 2);
     mnl_attr_put_u32(nlh, 17, 0);
     mnl_attr_put_u32(nlh, 18, 1024);
+    mnl_attr_put_u32(nlh, 10, 32768);
     len = nlh->nlmsg_len;
     nlh = mnl_nlmsg_put_header(buf + len);
     nlh->nlmsg_type = NLMSG_ERROR;
@@ -190,8 +192,9 @@ static void test_rings_codec(void)
     rc = devmem_nic_parse_rings(buf, len, SEQ, &r, &st, &err);
     CHECK(1 == rc && 0 == st.error && 512 == r.rx && 1024 == r.rx_max
               && DEVMEM_NIC_HDS_ON == r.tcp_data_split && r.has_hds_thresh && 0 == r.hds_thresh
-              && 1024 == r.hds_thresh_max,
-          "rings reply: rx 512/1024, tcp-data-split on, hds-thresh 0 (max 1024)");
+              && 1024 == r.hds_thresh_max && r.has_rx_buf_len && 32768 == r.rx_buf_len,
+          "rings reply: rx 512/1024, tcp-data-split on, hds-thresh 0 (max 1024), rx-buf-len "
+          "32768");
 
     /* tcp-data-split with a value the kernel never sends */
     ((unsigned char *) mnl_attr_get_payload(

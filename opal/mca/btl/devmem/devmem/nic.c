@@ -29,6 +29,7 @@ enum {
     DEVMEM_ETHTOOL_A_RINGS_TX_MAX = 5,
     DEVMEM_ETHTOOL_A_RINGS_RX = 6,
     DEVMEM_ETHTOOL_A_RINGS_TX = 9,
+    DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN = 10,     /* u32, Linux 5.18+, few drivers */
     DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT = 11, /* u8 */
     DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH = 17,     /* u32, Linux 6.13+ */
     DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH_MAX = 18, /* u32 */
@@ -720,6 +721,9 @@ static int rings_attr_cb(uint16_t type, const void *payload, size_t len, void *a
         return rings_u32(payload, len, &r->rx);
     case DEVMEM_ETHTOOL_A_RINGS_TX:
         return rings_u32(payload, len, &r->tx);
+    case DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN:
+        r->has_rx_buf_len = 1;
+        return rings_u32(payload, len, &r->rx_buf_len);
     case DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT:
         if (1 != len || *(const uint8_t *) payload > DEVMEM_NIC_HDS_ON) {
             return -EBADMSG;

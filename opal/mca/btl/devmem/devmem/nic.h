@@ -58,6 +58,10 @@ struct devmem_nic_rings {
     int has_hds_thresh;      /* the driver reports hds-thresh (Linux 6.13+) */
     uint32_t hds_thresh;     /* devmem needs 0 (6.14+) */
     uint32_t hds_thresh_max;
+    /* bytes of each RX buffer, where the driver says (rx-buf-len): a devmem fragment, and so
+     * a token, holds at most one buffer, so larger buffers mean fewer tokens per MiB */
+    int has_rx_buf_len;
+    uint32_t rx_buf_len;
 };
 
 int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
