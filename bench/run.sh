@@ -21,7 +21,8 @@
 # (N = 1..16): lo or ns with devmem on the device path through the emulated kernel
 # (btl_devmem_kernel emulated, mode require) and N device-flow lanes per peer
 # (btl_devmem_devflows), beside the same tcp runs: `--settings ns-df1,ns-df2,ns-df4` compares
-# lane counts. Each setting runs with
+# lane counts; a -rtN suffix (ns-df4-rt2) has N receiving threads serve them
+# (btl_devmem_rx_threads). Each setting runs with
 # Open MPI's defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for
 # both BTLs.
 # Per repetition every transport runs once, in turn (devmem, tcp, ucx, raw TCP busy, raw TCP
@@ -106,17 +107,23 @@ record() {
         print pre "," $2 "," v["usec"] "," v["MBps"] "," v["msgps"] }' "$6" >>"$csv"
 }
 
-# The setting a variant runs in (lo-hog2, lo-df4: lo), its number of busy processes, and
-# its device-flow lanes (0: the host path).
+# The setting a variant runs in (lo-hog2, lo-df4, ns-df4-rt2: lo, lo, ns), its number of
+# busy processes, its device-flow lanes (0: the host path) and its receiving threads.
 base_of() {
-    local b=${1%-hog[0-9]*}
+    local b=${1%-rt[0-9]*}
+    b=${b%-hog[0-9]*}
     echo "${b%-df[0-9]*}"
 }
 hogs_of() {
-    case "$1" in *-hog[0-9]*) echo "${1##*-hog}" ;; *) echo 0 ;; esac
+    local s=${1%-rt[0-9]*}
+    case "$s" in *-hog[0-9]*) echo "${s##*-hog}" ;; *) echo 0 ;; esac
 }
 lanes_of() {
-    case "$1" in *-df[0-9]*) echo "${1##*-df}" ;; *) echo 0 ;; esac
+    local s=${1%-rt[0-9]*}
+    case "$s" in *-df[0-9]*) echo "${s##*-df}" ;; *) echo 0 ;; esac
+}
+threads_of() {
+    case "$1" in *-rt[0-9]*) echo "${1##*-rt}" ;; *) echo 0 ;; esac
 }
 
 # record_calls SETTING YIELD KIND REP FILE: the devmem ranks' stats lines of FILE, summed
@@ -183,6 +190,7 @@ run_mpi() {
         extra=(--mca btl_devmem_stats 1)
         [ "$lanes" -gt 0 ] && extra+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
             --mca btl_devmem_devflows "$lanes")
+        extra+=(--mca btl_devmem_rx_threads "$(threads_of "$setting")")
     fi
     if [ "$where" = lo ]; then
         read -r -a mca <<<"$(mca_of "$tr" lo)"
