@@ -49,9 +49,9 @@ static void main_complete(void *ctx, mca_btl_devmem_endpoint_t *ep, mca_btl_devm
     mca_btl_devmem_endpoint_complete(ep, frag, OPAL_SUCCESS);
 }
 
-static void main_fail(void *ctx, mca_btl_devmem_endpoint_t *ep, const char *why)
+static void main_fail(void *ctx, struct mca_btl_devmem_devflow *df, const char *why)
 {
-    mca_btl_devmem_endpoint_fail(ep, why, 0);
+    mca_btl_devmem_endpoint_fail(df->ep, why, 0);
 }
 
 static const struct mca_btl_devmem_gather_sink main_sink = {main_complete, main_fail};
@@ -350,7 +350,8 @@ static void batch_launch(struct mca_btl_devmem_gather_pipe *p)
         for (r = batch; NULL != r; r = next) {
             next = r->next;
             give_tokens_back(r);
-            p->sink->fail(p->sink_ctx, r->df->ep, r->why);
+            r->df->rx_failed = true;
+            p->sink->fail(p->sink_ctx, r->df, r->why);
             rec_put(p, r);
         }
         return;
@@ -421,9 +422,12 @@ int mca_btl_devmem_devflow_gather(struct mca_btl_devmem_devflow *df, struct devm
     p->n++;
     df->gathers++;
     p->open_bytes += b->bytes;
-    /* someone waits for what this receive finished; or the batch holds enough pool pages */
+    /* someone waits for what this receive finished; or the batch holds enough pool pages:
+     * an eighth of the pool among all pipes' open batches, so that no thread's batch, which
+     * only that thread launches, can starve another's receives of pages */
     if (!opal_list_is_empty(&r->done)
-        || p->open_bytes >= mca_btl_devmem_component.rx_pool_size / 8) {
+        || p->open_bytes >= mca_btl_devmem_component.rx_pool_size / 8
+                                / (size_t) (1 + mca_btl_devmem_component.rx_threads_running)) {
         batch_launch(p);
     }
     return 0;
@@ -484,7 +488,8 @@ static void finish_batch(struct mca_btl_devmem_gather_pipe *p, int rc,
 
         next = r->next;
         if (0 != r->failed) {
-            p->sink->fail(p->sink_ctx, ep, r->why);
+            r->df->rx_failed = true;
+            p->sink->fail(p->sink_ctx, r->df, r->why);
         }
         while (NULL != (item = opal_list_remove_first(&r->done))) {
             p->sink->complete(p->sink_ctx, ep, (mca_btl_devmem_frag_t *) item);

@@ -46,9 +46,12 @@ enum mca_btl_devmem_devflow_rx_state {
 /* Where a gather pipe hands what it finished: a get or chunk whose bytes are in place, and
  * an endpoint that must fail (why). The progress thread's pipe completes and fails there and
  * then; a receiving thread's queues both for the progress thread. */
+struct mca_btl_devmem_devflow;
 struct mca_btl_devmem_gather_sink {
     void (*complete)(void *ctx, mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
-    void (*fail)(void *ctx, mca_btl_devmem_endpoint_t *ep, const char *why);
+    /* a gather of df's failed: its gets are back on df's list, df->rx_failed is set (no
+     * receive may be laid out on the lane any more), its endpoint must fail */
+    void (*fail)(void *ctx, struct mca_btl_devmem_devflow *df, const char *why);
 };
 
 /* A gather pipe: the receives of the lanes one thread serves, in batches, with their copier
@@ -116,6 +119,9 @@ struct mca_btl_devmem_devflow {
                                               * thread's (set at adoption) */
     void *rx_server_data;            /* the receiving-side server's (rx_server below) while
                                       * it serves the lane; NULL: the progress thread does */
+    bool rx_failed;                  /* a gather of the lane failed: its gets are back on
+                                      * the list out of order with the stream, so nothing
+                                      * more is received on it until its endpoint fails */
     /* RX_CLAIMED: the connection we wait for */
     struct mca_btl_devmem_ip claim_addr; /* the control connection's peer */
     uint16_t claim_port;             /* host byte order */

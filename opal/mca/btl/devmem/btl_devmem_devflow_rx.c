@@ -18,6 +18,8 @@
 /* Receives per readiness callback before the event loop gets its turn back. */
 #define DEVFLOW_RX_ROUNDS 16
 
+static void devflow_rx_fail_gets(struct mca_btl_devmem_devflow *df);
+
 /* The receiving threads' layer, when it serves lanes (devflow_int.h). */
 static const struct mca_btl_devmem_devflow_rx_server *rx_server;
 
@@ -72,7 +74,7 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
 
     /* a receiving thread's lane comes back first: it receives no more, and its receives are
      * finished and delivered */
-    if (NULL != df->rx_server_data) {
+    if (NULL != df->rx_server_data && NULL != rx_server) {
         rx_server->give_back(rx_server->ctx, df);
         df->rx_server_data = NULL;
         df->pipe = &mca_btl_devmem_gather_main;
@@ -148,7 +150,8 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
     (void) mca_btl_devmem_devflow_gather_progress(df->pipe);
     /* finishing receives completes gets and may fail endpoints, this lane's too (on the
      * progress thread's pipe): each round starts on an open lane */
-    for (int round = 0; round < DEVFLOW_RX_ROUNDS && MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state;
+    for (int round = 0; round < DEVFLOW_RX_ROUNDS && MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state
+                        && !df->rx_failed;
          round++) {
         struct devmem_err e;
         uint64_t expected = owed(df);
@@ -240,7 +243,10 @@ void mca_btl_devmem_devflow_rx_ended(struct mca_btl_devmem_devflow *df,
                                      enum mca_btl_devmem_rx_step how, const char *why, int err)
 {
     if (MCA_BTL_DEVMEM_RX_EOF == how) {
+        /* a get a thread's lane took between the peer's close and this (its state said
+         * open meanwhile) would wait forever: it fails instead */
         rx_close(df, "the peer closed it in order");
+        devflow_rx_fail_gets(df);
     } else if (MCA_BTL_DEVMEM_RX_FAILED == how) {
         mca_btl_devmem_endpoint_fail(df->ep, why, EPROTO == err ? 0 : err);
     }
@@ -261,11 +267,17 @@ void mca_btl_devmem_devflow_rx_cb(int sd, short flags, void *arg)
 
 void mca_btl_devmem_devflow_rx_close(struct mca_btl_devmem_devflow *df)
 {
+    rx_close(df, "closing");
+    devflow_rx_fail_gets(df);
+}
+
+/* The gets and chunks a closed lane still owes complete with OPAL_ERR_UNREACH. */
+static void devflow_rx_fail_gets(struct mca_btl_devmem_devflow *df)
+{
     mca_btl_devmem_endpoint_t *ep = df->ep;
     opal_list_item_t *item;
     opal_list_t doomed;
 
-    rx_close(df, "closing");
     OBJ_CONSTRUCT(&doomed, opal_list_t);
     OPAL_THREAD_LOCK(&ep->lock);
     df->expected = 0;

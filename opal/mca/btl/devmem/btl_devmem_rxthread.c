@@ -79,25 +79,26 @@ static void hand(const struct handed *h)
 {
     bool first;
 
-    (void) pthread_mutex_lock(&rxt.out_lock);
-    if (rxt.qn == rxt.qcap) {
+    for (;;) {
+        (void) pthread_mutex_lock(&rxt.out_lock);
+        if (rxt.qn < rxt.qcap) {
+            break;
+        }
         size_t ncap = rxt.qcap ? 2 * rxt.qcap : 256;
         struct handed *nq = realloc(rxt.q, ncap * sizeof(*nq));
 
-        if (NULL == nq) {
-            /* nothing to do but wait for memory: the get is not lost, only late */
-            (void) pthread_mutex_unlock(&rxt.out_lock);
-            if (!rxt.oom) {
-                rxt.oom = true;
-                opal_output(0, "btl:devmem: receiving thread: no memory to hand over a "
-                               "finished get; retrying");
-            }
-            usleep(1000);
-            hand(h);
-            return;
+        if (NULL != nq) {
+            rxt.q = nq;
+            rxt.qcap = ncap;
+            break;
         }
-        rxt.q = nq;
-        rxt.qcap = ncap;
+        /* nothing to do but wait for memory: the get is not lost, only late */
+        (void) pthread_mutex_unlock(&rxt.out_lock);
+        if (!__atomic_exchange_n(&rxt.oom, true, __ATOMIC_RELAXED)) {
+            opal_output(0, "btl:devmem: receiving thread: no memory to hand over a finished "
+                           "get; retrying");
+        }
+        usleep(1000);
     }
     first = 0 == rxt.qn;
     rxt.q[rxt.qn++] = *h;
@@ -116,9 +117,11 @@ static void sink_complete(void *ctx, mca_btl_devmem_endpoint_t *ep, mca_btl_devm
     hand(&h);
 }
 
-static void sink_fail(void *ctx, mca_btl_devmem_endpoint_t *ep, const char *why)
+/* The lane receives no more (df->rx_failed: turn detaches it); its endpoint fails on the
+ * progress thread. */
+static void sink_fail(void *ctx, struct mca_btl_devmem_devflow *df, const char *why)
 {
-    struct handed h = {.ep = ep, .how = MCA_BTL_DEVMEM_RX_FAILED, .why = strdup(why)};
+    struct handed h = {.ep = df->ep, .how = MCA_BTL_DEVMEM_RX_FAILED, .why = strdup(why)};
 
     hand(&h);
 }
@@ -212,6 +215,10 @@ static bool turn(struct rxthread *t, size_t slot)
         mca_btl_devmem_devflow_gather_settle(df);
         detach(t, slot);
         hand(&h);
+    } else if (df->rx_failed) {
+        /* a gather of the lane failed (its endpoint's failure is handed over already) */
+        mca_btl_devmem_devflow_gather_settle(df);
+        detach(t, slot);
     }
     return MCA_BTL_DEVMEM_RX_STARVED == how;
 }
@@ -278,17 +285,19 @@ static int take(void *ctx, struct mca_btl_devmem_devflow *df)
     (void) pthread_mutex_lock(&t->lock);
     if (SIZE_MAX == (slot = slot_of(t, NULL))) {
         size_t ncap = t->nslots ? 2 * t->nslots : 8;
-        struct mca_btl_devmem_devflow **nl = realloc(t->lanes, ncap * sizeof(*nl));
-        uint32_t *ng = NULL == nl ? NULL : realloc(t->gen, ncap * sizeof(*ng));
+        struct mca_btl_devmem_devflow **nl = NULL;
+        uint32_t *ng = NULL;
 
-        if (NULL != nl) {
+        if (ncap < (1u << SLOT_BITS) && NULL != (nl = realloc(t->lanes, ncap * sizeof(*nl)))) {
             t->lanes = nl;
+            if (NULL != (ng = realloc(t->gen, ncap * sizeof(*ng)))) {
+                t->gen = ng;
+            }
         }
-        if (NULL == nl || NULL == ng || ncap >= (1u << SLOT_BITS)) {
+        if (NULL == nl || NULL == ng) {
             (void) pthread_mutex_unlock(&t->lock);
             return -ENOMEM;
         }
-        t->gen = ng;
         for (size_t i = t->nslots; i < ncap; i++) {
             t->lanes[i] = NULL;
             t->gen[i] = 0;

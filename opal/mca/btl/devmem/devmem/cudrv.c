@@ -588,6 +588,11 @@ int devmem_cuda_copy(int ordinal, void *dst, const void *src, size_t len,
     return devmem_cuda_copy_batch(ordinal, &op, 1, 0, err);
 }
 
+/* A device's stream, its piece array and its spare fences are shared by every thread that
+ * gathers (the progress thread and the receiving threads): a gather's piece upload and its
+ * launch go into the stream together, and the array grows, under this lock. */
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err);
 
 int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
@@ -599,7 +604,10 @@ int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
     if (0 != (rc = ctx_enter(ordinal, err))) {
         return rc;
     }
-    if (0 == (rc = gather_ready(ordinal, 0, 0, err))) {
+    (void) pthread_mutex_lock(&stream_lock);
+    rc = gather_ready(ordinal, 0, 0, err);
+    (void) pthread_mutex_unlock(&stream_lock);
+    if (0 == rc) {
         res = cuda.memset_d8_async((cu_deviceptr) addr, v, len, cuda.dev[ordinal].stream);
         if (CU_SUCCESS == res) {
             res = cuda.stream_sync(cuda.dev[ordinal].stream);
@@ -693,11 +701,6 @@ static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size
     }
     return res;
 }
-
-/* A device's stream, its piece array and its spare fences are shared by every thread that
- * gathers (the progress thread and the receiving threads): a gather's piece upload and its
- * launch go into the stream together, and the array grows, under this lock. */
-static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Enter ordinal's context and make its stream and gather ready for n pieces. */
 static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
