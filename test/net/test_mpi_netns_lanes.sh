@@ -37,16 +37,17 @@ run() { # LANES QUEUES PROG NA NB PROG-ARGS...
     done
 }
 
-# Gathers in batches, never one per receive: one per finished get or chunk, one per 8 MiB
-# (an eighth of the default RX pool) within a longer one, and one where a full pool cannot
-# wait for pages the open batch holds; at most that many
+# Gathers in batches, never one per receive: one per finished get or chunk, one per eighth
+# of the default 64 MiB RX pool within a longer one (shared among the pipes: the progress
+# thread's and each receiving thread's), and one where a full pool cannot wait for pages
+# the open batch holds; at most that many
 expect_batched() { # RANK
-    local f=$DEVMEM_LAST_OUT r=$1 b c full mib most
+    local f=$DEVMEM_LAST_OUT r=$1 b c full mib threads most
     b=$(devmem_stat "$f" "$r" gather_batches) && c=$(devmem_stat "$f" "$r" devflow_chunks) &&
-        full=$(devmem_stat "$f" "$r" rx_pool_full) &&
+        full=$(devmem_stat "$f" "$r" rx_pool_full) && threads=$(devmem_stat "$f" "$r" rx_threads) &&
         mib=$((($(devmem_stat "$f" "$r" rx_dmabuf) + $(devmem_stat "$f" "$r" rx_linear)) >> 20)) ||
         { devmem_step_fail "rank $r: gather_batches, devflow_chunks, rx_pool_full in the stats"; return; }
-    most=$((c + full + mib / 8))
+    most=$((c + full + mib * (1 + threads) / 8))
     if [ "$b" -gt 0 ] && [ "$b" -le "$most" ]; then
         devmem_step_ok "rank $r: $b gathers for $c gets and chunks, $mib MiB, $full full pools (at most $most)"
     else
