@@ -147,9 +147,9 @@ static struct inflight_rx *pop_oldest(struct mca_btl_devmem_gather_pipe *p)
 
 /* Queue one piece: len bytes at pool offset off (pool NULL: at src in the receive's linear
  * buffer, which the next receive overwrites). */
-static int gather_piece(struct mca_btl_devmem_gather_pipe *p, struct devmem_region *pool, size_t off, const char *src,
-                        mca_btl_devmem_frag_t *get, char *dst, size_t len, char *why,
-                        size_t whylen)
+static int gather_piece(struct mca_btl_devmem_gather_pipe *p, struct devmem_region *pool,
+                        size_t off, const char *src, mca_btl_devmem_frag_t *get, char *dst,
+                        size_t len, char *why, size_t whylen)
 {
     struct devmem_copier *c = &p->copier;
     struct devmem_err e;
@@ -333,9 +333,6 @@ static void batch_launch(struct mca_btl_devmem_gather_pipe *p)
     if (NULL == p->open) {
         return;
     }
-    for (r = p->open; NULL != r; r = r->next) {
-        n++;
-    }
     mca_btl_devmem_component.stats.gather_batches++;
     if (0 != devmem_copier_submit(c, &ticket, &e)) {
         /* nothing of it runs: every receive of the batch fails with its lane; all their
@@ -356,16 +353,16 @@ static void batch_launch(struct mca_btl_devmem_gather_pipe *p)
         }
         return;
     }
-    if (c->stats.flushes != flushes) {
-        mca_btl_devmem_component.stats.gather_calls += n;
-    }
     /* nothing launched (host copies are done): in place once every earlier batch is */
     if (0 == ticket) {
         ticket = p->last_ticket;
     }
     p->last_ticket = ticket;
-    for (r = p->open; NULL != r; r = r->next) {
+    for (r = p->open; NULL != r; r = r->next, n++) {
         r->ticket = ticket;
+    }
+    if (c->stats.flushes != flushes) {
+        mca_btl_devmem_component.stats.gather_calls += n; /* receives the GPU gathers */
     }
     p->tail->batch_last = true;
     p->open = NULL;

@@ -70,6 +70,8 @@ static struct {
     pthread_mutex_t out_lock; /* leaf: the queue below */
     struct handed *q;
     size_t qn, qcap;
+    struct handed *spare; /* the array the last delivery emptied, for the next swap */
+    size_t spare_cap;
     bool oom; /* a hand-over could not be queued: said once */
 } rxt = {.notify_fd = -1, .out_lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -129,17 +131,22 @@ static void sink_fail(void *ctx, struct mca_btl_devmem_devflow *df, const char *
 static const struct mca_btl_devmem_gather_sink thread_sink = {sink_complete, sink_fail};
 
 /* What the threads handed over, done on the progress thread (dispatch lock held). Taken out
- * whole first: a completion may call progress, which delivers too. */
+ * whole first, the threads given the spare array to fill meanwhile: a completion may call
+ * progress, which delivers too (and then finds no spare, and allocates). */
 static int deliver(void)
 {
     struct handed *q;
-    size_t n;
+    size_t n, cap;
 
     (void) pthread_mutex_lock(&rxt.out_lock);
     q = rxt.q;
     n = rxt.qn;
-    rxt.q = NULL;
-    rxt.qn = rxt.qcap = 0;
+    cap = rxt.qcap;
+    rxt.q = rxt.spare;
+    rxt.qcap = rxt.spare_cap;
+    rxt.qn = 0;
+    rxt.spare = NULL;
+    rxt.spare_cap = 0;
     (void) pthread_mutex_unlock(&rxt.out_lock);
     for (size_t i = 0; i < n; i++) {
         struct handed *h = &q[i];
@@ -155,6 +162,13 @@ static int deliver(void)
         }
         free(h->why);
     }
+    (void) pthread_mutex_lock(&rxt.out_lock);
+    if (NULL == rxt.spare) {
+        rxt.spare = q;
+        rxt.spare_cap = cap;
+        q = NULL;
+    }
+    (void) pthread_mutex_unlock(&rxt.out_lock);
     free(q);
     return (int) n;
 }
@@ -552,6 +566,10 @@ void mca_btl_devmem_rxthreads_stop(void)
         thread_close(&rxt.t[i]);
     }
     (void) deliver(); /* nothing is left to hand over: lanes end before the threads */
+    free(rxt.q);
+    free(rxt.spare);
+    rxt.q = rxt.spare = NULL;
+    rxt.qn = rxt.qcap = rxt.spare_cap = 0;
     if (rxt.notify_fd >= 0) {
         (void) mca_btl_devmem_watch_set(&rxt.notify_watch, 0);
         close(rxt.notify_fd);

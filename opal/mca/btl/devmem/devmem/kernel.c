@@ -176,65 +176,112 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
 
 /* ---- emulated ---------------------------------------------------------------------------- */
 
-static int emu_bind_rx_unlocked(struct devmem_kernel *k, const struct devmem_bind_req *req,
-                                uint32_t *id, struct devmem_err *err)
+/* The emulation is one process-wide state (sockets, pools, scratch buffers): every call
+ * into it holds k->emul_lock, so that receiving threads and the progress thread may use
+ * their own sockets at once. */
+static void emu_lock(struct devmem_kernel *k)
 {
-    return devmem_emul_bind_rx_queues(k->emul, req->region, req->ifindex, req->queues,
-                                      NULL == req->queues ? 0 : req->nqueues, id, err);
+    (void) pthread_mutex_lock(&k->emul_lock);
 }
 
-static int emu_bind_tx_unlocked(struct devmem_kernel *k, const struct devmem_bind_req *req,
-                                uint32_t *id, struct devmem_err *err)
+static void emu_unlock(struct devmem_kernel *k)
 {
-    return devmem_emul_bind_tx(k->emul, req->region, id, err);
+    (void) pthread_mutex_unlock(&k->emul_lock);
 }
 
-static int emu_unbind_unlocked(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
+static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
+                       struct devmem_err *err)
 {
-    return devmem_emul_unbind(k->emul, id, err);
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_bind_rx_queues(k->emul, req->region, req->ifindex, req->queues,
+                                    NULL == req->queues ? 0 : req->nqueues, id, err);
+    emu_unlock(k);
+    return rc;
 }
 
-static int emu_steer_unlocked(struct devmem_kernel *k, uint16_t port, uint32_t id,
-                              struct devmem_err *err)
+static int emu_bind_tx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
+                       struct devmem_err *err)
 {
-    return devmem_emul_steer(k->emul, port, id, err);
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_bind_tx(k->emul, req->region, id, err);
+    emu_unlock(k);
+    return rc;
 }
 
-static int emu_steer_rss_unlocked(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
-                                  const unsigned int *queues, size_t n, uint32_t *ctx,
-                                  struct devmem_err *err)
+static int emu_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
 {
-    int rc = devmem_emul_rss_ctx_create(k->emul, ifindex, queues, n, ctx, err);
+    int rc;
 
+    emu_lock(k);
+    rc = devmem_emul_unbind(k->emul, id, err);
+    emu_unlock(k);
+    return rc;
+}
+
+static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
+                     struct devmem_err *err)
+{
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_steer(k->emul, port, id, err);
+    emu_unlock(k);
+    return rc;
+}
+
+static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
+                         const unsigned int *queues, size_t n, uint32_t *ctx,
+                         struct devmem_err *err)
+{
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_rss_ctx_create(k->emul, ifindex, queues, n, ctx, err);
     if (0 == rc && 0 != (rc = devmem_emul_steer_ctx(k->emul, port, *ctx, err))) {
         (void) devmem_emul_rss_ctx_delete(k->emul, *ctx, NULL);
         *ctx = 0;
     }
+    emu_unlock(k);
     return rc;
 }
 
-static int emu_rss_del_unlocked(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
+static int emu_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
 {
-    return devmem_emul_rss_ctx_delete(k->emul, ctx, err);
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_rss_ctx_delete(k->emul, ctx, err);
+    emu_unlock(k);
+    return rc;
 }
 
-static int emu_sock_queue_unlocked(struct devmem_kernel *k, int fd, unsigned int *queue,
-                                   struct devmem_err *err)
+static int emu_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
+                          struct devmem_err *err)
 {
-    int rc = devmem_emul_sock_queue(k->emul, fd, queue);
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_sock_queue(k->emul, fd, queue);
+    emu_unlock(k);
 
     return 0 == rc ? 0 : devmem_err_set(err, -rc, "emul: socket %d: no steered flow seen yet", fd);
 }
 
-static ssize_t emu_recv_unlocked(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b,
-                                 int flags, struct devmem_err *err)
+static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
+                        struct devmem_err *err)
 {
     struct msghdr msg;
     struct iovec iov;
     ssize_t ret;
 
     devmem_rx_batch_msghdr(b, &msg, &iov);
+    emu_lock(k);
     ret = devmem_emul_recvmsg(k->emul, fd, &msg, flags | MSG_SOCK_DEVMEM);
+    emu_unlock(k);
     if (-ENOBUFS == ret) {
         return devmem_err_set(err, ENOBUFS, "emul: would block, pool full: return tokens "
                               "(SO_DEVMEM_DONTNEED) and retry");
@@ -242,11 +289,14 @@ static ssize_t emu_recv_unlocked(struct devmem_kernel *k, int fd, struct devmem_
     return devmem_rx_batch_finish(b, &msg, ret, err);
 }
 
-static int emu_dontneed_unlocked(struct devmem_kernel *k, int fd,
-                                 const struct devmem_dmabuf_token *r, size_t n,
-                                 struct devmem_err *err)
+static int emu_dontneed(struct devmem_kernel *k, int fd, const struct devmem_dmabuf_token *r,
+                        size_t n, struct devmem_err *err)
 {
-    int ret = devmem_emul_dontneed(k->emul, fd, r, (socklen_t) (n * sizeof(*r)));
+    int ret;
+
+    emu_lock(k);
+    ret = devmem_emul_dontneed(k->emul, fd, r, (socklen_t) (n * sizeof(*r)));
+    emu_unlock(k);
 
     if (ret < 0) {
         return devmem_err_set(err, -ret, "emul: SO_DEVMEM_DONTNEED (%zu ranges): %s", n,
@@ -260,15 +310,20 @@ static ssize_t emul_sendmsg(void *ctx, int fd, const struct msghdr *msg, int fla
     return devmem_emul_sendmsg(ctx, fd, msg, flags);
 }
 
-static ssize_t emu_send_unlocked(struct devmem_kernel *k, int fd, uint32_t id,
-                                 const struct devmem_tx_iov *iov, size_t n, int flags,
-                                 struct devmem_err *err)
+static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
+                        const struct devmem_tx_iov *iov, size_t n, int flags,
+                        struct devmem_err *err)
 {
-    return devmem_tx_send_via(emul_sendmsg, k->emul, "emul", fd, id, iov, n, flags, err);
+    ssize_t rc;
+
+    emu_lock(k);
+    rc = devmem_tx_send_via(emul_sendmsg, k->emul, "emul", fd, id, iov, n, flags, err);
+    emu_unlock(k);
+    return rc;
 }
 
-static int emu_read_completion_unlocked(struct devmem_kernel *k, int fd,
-                                        struct devmem_tx_completion *c, struct devmem_err *err)
+static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,
+                               struct devmem_err *err)
 {
     union {
         char buf[CMSG_SPACE(64)];
@@ -280,7 +335,9 @@ static int emu_read_completion_unlocked(struct devmem_kernel *k, int fd,
     memset(&msg, 0, sizeof(msg));
     msg.msg_control = cbuf.buf;
     msg.msg_controllen = sizeof(cbuf.buf);
+    emu_lock(k);
     ret = devmem_emul_recvmsg(k->emul, fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
+    emu_unlock(k);
     if (ret < 0) {
         if (-EAGAIN == ret || -EWOULDBLOCK == ret) {
             return devmem_err_set(err, EAGAIN, "tx: no completion queued");
@@ -291,139 +348,11 @@ static int emu_read_completion_unlocked(struct devmem_kernel *k, int fd,
     return devmem_tx_parse_completion(&msg, c, err);
 }
 
-static void emu_sock_close_unlocked(struct devmem_kernel *k, int fd)
-{
-    devmem_emul_sock_close(k->emul, fd);
-}
-
-/* The emulation is one process-wide state (sockets, pools, scratch buffers): every call
- * into it holds k->emul_lock, so that receiving threads and the progress thread may use
- * their own sockets at once. */
-static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
-                       struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_bind_rx_unlocked(k, req, id, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_bind_tx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
-                       struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_bind_tx_unlocked(k, req, id, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_unbind_unlocked(k, id, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id, struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_steer_unlocked(k, port, id, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
-                         const unsigned int *queues, size_t n, uint32_t *ctx,
-                         struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_steer_rss_unlocked(k, port, ifindex, queues, n, ctx, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_rss_del_unlocked(k, ctx, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
-                          struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_sock_queue_unlocked(k, fd, queue, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
-                        struct devmem_err *err)
-{
-    ssize_t rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_recv_unlocked(k, fd, b, flags, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_dontneed(struct devmem_kernel *k, int fd, const struct devmem_dmabuf_token *r,
-                        size_t n, struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_dontneed_unlocked(k, fd, r, n, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
-                        const struct devmem_tx_iov *iov, size_t n, int flags,
-                        struct devmem_err *err)
-{
-    ssize_t rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_send_unlocked(k, fd, id, iov, n, flags, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
-static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,
-                               struct devmem_err *err)
-{
-    int rc;
-
-    (void) pthread_mutex_lock(&k->emul_lock);
-    rc = emu_read_completion_unlocked(k, fd, c, err);
-    (void) pthread_mutex_unlock(&k->emul_lock);
-    return rc;
-}
-
 static void emu_sock_close(struct devmem_kernel *k, int fd)
 {
-    (void) pthread_mutex_lock(&k->emul_lock);
-    emu_sock_close_unlocked(k, fd);
-    (void) pthread_mutex_unlock(&k->emul_lock);
+    emu_lock(k);
+    devmem_emul_sock_close(k->emul, fd);
+    emu_unlock(k);
 }
 
 const struct devmem_kernel_ops devmem_kernel_emulated_ops = {
