@@ -6,10 +6,15 @@
 #   bench/run.sh [--quick] [--settings lo,ns,tbf,pinned,lo-hog1,...] [--yield 0,1]
 #                [--transports devmem,tcp,ucx] [--kinds lat,bw,bibw,rate] [--sizes LIST]
 #                [--reps N] [--scale X] [--limit SECS] [--netpipe] [--out DIR]
+#                [--ab NAME=PARAM:VALUE[,PARAM:VALUE...]]...
 #
 # Transports: devmem (--mca btl devmem,self), tcp (--mca btl tcp,self), ucx (--mca pml ucx
 # with UCX_TLS=tcp,self: UCX's TCP transport, where Open MPI has the ucx PML; left out, with
 # a line saying so, where it has not), and always raw TCP (tcp_bench) for lat and bw.
+#
+# --ab (repeatable) adds a column devmem-NAME: devmem with the given btl_devmem_ parameters,
+# run in every repetition right after devmem, for the A/B of a mechanism against the
+# component without it (--ab nocork=cork:0); the summary then gives devmem/devmem-NAME.
 #
 # Settings: lo (both ranks on this host, loopback), ns (two namespaced "hosts" over a veth
 # pair, ranks not bound), tbf (the same veth shaped by tc tbf at 10 Gbit/s), pinned (the veth
@@ -26,7 +31,8 @@
 # Open MPI's defaults (yield 0) and with --mca mpi_yield_when_idle 1 (yield 1), the same for
 # both BTLs.
 # Per repetition every transport runs once, in turn (devmem, tcp, ucx, raw TCP busy, raw TCP
-# blocking), so that a slow minute of the machine hits all of them alike; the summary pairs
+# blocking; the MPI ones in an order rotated by one each repetition), so that a slow minute
+# of the machine hits all of them alike; the summary pairs
 # the runs of one repetition for its ratios (bench/summarize.sh), 5 repetitions by default.
 #
 # Writes DIR/results.csv (every figure), DIR/summary.txt (the table printed at the end),
@@ -41,6 +47,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 settings=lo,ns,tbf,pinned,lo-hog1,lo-hog2,ns-hog1,ns-hog2 yields=0,1 kinds=lat,bw,rate reps=5 scale=0.3 limit=1 netpipe=0
 transports=devmem,tcp,ucx
+ab_names=() ab_args=()
 sizes=1,8,64,512,4k,32k,256k,1m,4m,16m,64m
 out=
 while [ $# -gt 0 ]; do
@@ -56,6 +63,14 @@ while [ $# -gt 0 ]; do
         --limit) limit=$2; shift ;;
         --netpipe) netpipe=1 ;;
         --out) out=$2; shift ;;
+        --ab)
+            case "$2" in
+                *=*:*) ;;
+                *) echo "run.sh: --ab wants NAME=PARAM:VALUE[,PARAM:VALUE...], not '$2'" >&2; exit 2 ;;
+            esac
+            ab_names+=("${2%%=*}")
+            ab_args+=("$(echo "${2#*=}" | tr ',' '\n' | sed 's/^\([^:]*\):\(.*\)$/--mca btl_devmem_\1 \2/' | tr '\n' ' ')")
+            shift ;;
         -h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/SPDX-License-Identifier/d' -e 's/^# \{0,1\}//' -e '/^set -u/d'; exit 0 ;;
         *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -74,7 +89,10 @@ done
 mpi_transports=()
 for t in ${transports//,/ }; do
     case "$t" in
-        devmem | tcp) mpi_transports+=("$t") ;;
+        devmem)
+            mpi_transports+=(devmem)
+            for n in "${ab_names[@]}"; do mpi_transports+=("devmem-$n"); done ;;
+        tcp) mpi_transports+=("$t") ;;
         ucx)
             if ompi_info 2>/dev/null | grep -q 'MCA pml: ucx'; then
                 mpi_transports+=(ucx)
@@ -186,19 +204,25 @@ run_mpi() {
     [ "$kind" = rate ] && np=4
     local args=(-t "$kind" -s "$sizes" -x "$scale" -T "$limit") lanes extra=()
     lanes=$(lanes_of "$setting")
-    if [ "$tr" = devmem ]; then
-        extra=(--mca btl_devmem_stats 1)
+    local btl=$tr i
+    if [ "${tr%%-*}" = devmem ]; then
+        btl=devmem
+        for i in "${!ab_names[@]}"; do
+            # shellcheck disable=SC2206 # the --mca words of the variant
+            [ "$tr" = "devmem-${ab_names[$i]}" ] && extra+=(${ab_args[$i]})
+        done
+        extra+=(--mca btl_devmem_stats 1)
         [ "$lanes" -gt 0 ] && extra+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
             --mca btl_devmem_devflows "$lanes")
         extra+=(--mca btl_devmem_rx_threads "$(threads_of "$setting")")
     fi
     if [ "$where" = lo ]; then
-        read -r -a mca <<<"$(mca_of "$tr" lo)"
+        read -r -a mca <<<"$(mca_of "$btl" lo)"
         mca+=("${extra[@]}")
         devmem_mpirun 900 -np "$np" "${mca[@]}" \
             --mca mpi_yield_when_idle "$y" "$MPIB" "${args[@]}" >"$f" 2>&1
     else
-        read -r -a mca <<<"$(mca_of "$tr" "$NETNS_LINK")"
+        read -r -a mca <<<"$(mca_of "$btl" "$NETNS_LINK")"
         DEVMEM_MCA_ARGS=("${mca[@]}" "${extra[@]}")
         DEVMEM_BTL_NAME= NETNS_YIELD=$y NETNS_BIND=$(bind_of "$where") \
             netns_mpirun 900 $((np / 2)) $((np / 2)) "$MPIB" "${args[@]}" >"$f" 2>&1
@@ -289,8 +313,11 @@ for setting in ${settings//,/ }; do
         for kind in ${kinds//,/ }; do
             for y in ${yields//,/ }; do
                 echo "bench: $setting rep $rep/$reps $kind yield=$y"
-                for t in "${mpi_transports[@]}"; do
-                    run_mpi "$setting" "$y" "$t" "$kind" "$rep"
+                # each repetition starts one transport further on: no transport always
+                # runs first (after the last kind's runs) or last
+                local_n=${#mpi_transports[@]}
+                for i in $(seq 0 $((local_n - 1))); do
+                    run_mpi "$setting" "$y" "${mpi_transports[$(((i + rep) % local_n))]}" "$kind" "$rep"
                 done
             done
             if [ "$kind" = lat ] || [ "$kind" = bw ]; then
@@ -311,6 +338,7 @@ done
 
 {
     "$here/summarize.sh" "$csv"
+    [ ${#ab_names[@]} -eq 0 ] || "$here/summarize.sh" --ab "$csv"
     "$here/summarize.sh" --calls "$calls"
 } | tee "$out/summary.txt"
 if command -v gnuplot >/dev/null 2>&1; then

@@ -20,7 +20,72 @@
 #            receive calls, SO_DEVMEM_DONTNEED calls, tokens and gathers (batches) per MiB
 #            received (the medians
 #            over the repetitions), on the host path (rx_host) or the device path (rx_device)
+#        bench/summarize.sh --ab results.csv   per setting, yield, kind and size, what each
+#            mechanism brings: for every column devmem-NAME of run.sh --ab, the gain of devmem
+#            over it (its time / devmem's for lat, devmem's rate / its rate otherwise;
+#            paired per repetition as above), marked + where the mechanism wins outside the
+#            noise and - where it loses; at the end, each variant's + and - cells
 set -u
+if [ $# -eq 2 ] && [ "$1" = --ab ] && [ -f "$2" ]; then
+    awk -F, '
+    function sort(a, n,    i, j, t) {
+        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    }
+    function gain(d, v, low,    n, i, r, q, m, k, lo, hi, mark) {
+        last_mark = ""
+        if (!(d in reps) || !(v in reps)) return sprintf("%19s", "-")
+        n = 0
+        split(reps[d], r, " ")
+        for (i in r) if ((v, r[i]) in val && val[v, r[i]] > 0 && val[d, r[i]] > 0)
+            q[++n] = low ? val[v, r[i]] / val[d, r[i]] : val[d, r[i]] / val[v, r[i]]
+        if (n == 0) return sprintf("%19s", "-")
+        sort(q, n)
+        m = n % 2 ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2
+        k = int(n / 4) + 1
+        lo = q[k]; hi = q[n + 1 - k]
+        mark = (n < 3 || (lo <= 1 && hi >= 1)) ? "=" : (lo > 1 ? "+" : "-")
+        last_mark = mark
+        return sprintf("%5.2f (%4.2f-%4.2f) %s", m, lo, hi, mark)
+    }
+    NR == 1 { next }
+    {
+        metric = $4 == "lat" ? $7 : ($4 == "rate" ? $9 : $8)
+        if (metric == "" || $3 !~ /^devmem/) next
+        if ($3 != "devmem" && !($3 in isvar)) { isvar[$3] = 1; vars[++nv] = $3 }
+        grp = $1 SUBSEP $2 SUBSEP $4
+        if (!(grp in seen)) { seen[grp] = 1; order[++ngrp] = grp }
+        if (!((grp, $6) in sz)) { sz[grp, $6] = 1; sizes[grp] = sizes[grp] " " $6 }
+        key = grp SUBSEP $3 SUBSEP $6
+        if (!((key, $5) in val)) reps[key] = reps[key] " " $5
+        val[key, $5] = metric
+    }
+    END {
+        if (!nv) exit
+        printf "\n== A/B: gain of devmem over devmem-NAME (> 1: the mechanism helps; + / - outside the noise)\n"
+        for (g = 1; g <= ngrp; g++) {
+            split(order[g], p, SUBSEP)
+            low = p[3] == "lat"
+            printf "\n-- %s, yield %s: %s\n%9s", p[1], p[2], p[3], "size"
+            for (j = 1; j <= nv; j++) printf " %19s", substr(vars[j], 8)
+            printf "\n"
+            n = split(substr(sizes[order[g]], 2), s, " ")
+            for (i = 1; i <= n; i++) {
+                k = order[g] SUBSEP
+                printf "%9s", s[i]
+                for (j = 1; j <= nv; j++) {
+                    printf " %s", gain(k "devmem" SUBSEP s[i], k vars[j] SUBSEP s[i], low)
+                    if (last_mark == "+") plus[j]++
+                    if (last_mark == "-") { minus[j]++; lost[j] = lost[j] sprintf(" %s/y%s/%s/%s", p[1], p[2], p[3], s[i]) }
+                }
+                printf "\n"
+            }
+        }
+        printf "\n== A/B verdicts: cells where the mechanism wins (+) and loses (-) outside the noise\n"
+        for (j = 1; j <= nv; j++)
+            printf "%-16s +%d -%d%s\n", substr(vars[j], 8), plus[j], minus[j], minus[j] ? "  lost:" lost[j] : ""
+    }' "$2"
+    exit 0
+fi
 if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
     awk -F, '
     function sort(a, n,    i, j, t) {
@@ -55,7 +120,7 @@ if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
     }' "$2"
     exit 0
 fi
-[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 results.csv | --calls calls.csv" >&2; exit 2; }
+[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 results.csv | --calls calls.csv | --ab results.csv" >&2; exit 2; }
 
 awk -F, '
 function sort(a, n,    i, j, t) {
