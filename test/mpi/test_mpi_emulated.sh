@@ -43,12 +43,12 @@ for spec in "2 pingpong -m 16M" "3 collectives -m 2M"; do
     done
 done
 
-# The TX side: host memory standing in for GPU memory (btl_devmem_tx_host), so every get is
+# The TX side: host memory standing in for GPU memory (btl_devmem_testing tx_host=1), so every get is
 # answered with the emulated devmem TX from a TX binding of the registered buffer, sends
 # tracked until their zerocopy completions. ob1 cuts a 64 MiB RGET into btl_get_limit pieces
 # that are all in flight on the device flow at once.
 saved=("${DEVMEM_MCA_ARGS[@]}")
-DEVMEM_MCA_ARGS+=(--mca btl_devmem_tx_host 1)
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_testing tx_host=1)
 if run 2 1 pingpong -m 64M; then
     for r in 0 1; do
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt $((64 << 20))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Garbage from a connected peer: rank 0 spoils one of its frames on a live connection
-# (btl_devmem_fault: an unknown frame type, a length beyond every limit, half a header and
+# (btl_devmem_testing fault=...: an unknown frame type, a length beyond every limit, half a header and
 # then the connection shut). Rank 1 must close that connection with an error that says what
 # was wrong, and the job must end non-zero, not hang, not crash. Each case runs again with
 # the component built with AddressSanitizer and UBSan (test/lib/sanitize.sh), which must
@@ -24,7 +24,7 @@ run_cases() { # LABEL-SUFFIX
         fault=${c%%|*}
         pattern="\[\[[0-9]+,[0-9]+\],0\] on host [^ ]+ \(interface lo\): ${c#*|}"
         devmem_expect_failure "$fault$1" "$pattern" 60 \
-            devmem_mpirun 60 -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_fault "$fault" \
+            devmem_mpirun 60 -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_testing "fault=$fault" \
             --mca btl_devmem_if_include lo "$DEVMEM_MPI_BIN/pingpong" -m 1M -i 100000 || continue
         if grep -q 'Segmentation fault\|Signal: ' "$DEVMEM_LAST_OUT"; then
             devmem_step_fail "$fault$1: a rank crashed on the way to the error"

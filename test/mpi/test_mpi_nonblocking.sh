@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Hundreds of MPI_Isend/MPI_Irecv of mixed sizes (0 B to 1 MiB) in flight between all ranks,
 # completed by MPI_Waitall, at 2, 3 and 4 ranks on this host. The rendezvous among them
-# are answered in batches while sends from callbacks are corked (btl_devmem_cork); the same
-# traffic runs once more with every frame written as it is sent.
+# are answered in batches while sends from callbacks are corked (doc/tuning.md, Cork).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -11,9 +10,4 @@ devmem_require_programs nonblocking
 devmem_mpi_test nonblocking 2 -- -n 200 -m 1M
 devmem_mpi_test nonblocking 3 -- -n 100 -m 1M
 devmem_mpi_test nonblocking 4 -- -n 100 -m 512k
-if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    devmem_run_checked "nonblocking np=2, btl_devmem_cork 0" nonblocking 2 "$DEVMEM_MPI_LIMIT" \
-        devmem_mpirun "$DEVMEM_MPI_LIMIT" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_cork 0 \
-        "$DEVMEM_MPI_BIN/nonblocking" -n 200 -m 1M
-fi
 devmem_finish

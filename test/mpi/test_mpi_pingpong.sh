@@ -11,8 +11,8 @@ devmem_mpi_test pingpong 2 -- -m 64M
 devmem_mpi_test pingpong 3 -- -m 16M
 devmem_mpi_test pingpong 4 -- -m 4M
 if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    # the epoll backend of the component's socket set, used past btl_devmem_poll_max sockets
-    DEVMEM_MCA_ARGS+=(--mca btl_devmem_poll_max 0)
+    # the epoll backend of the component's socket set, used past 16 sockets (btl_devmem_testing poll_max=)
+    DEVMEM_MCA_ARGS+=(--mca btl_devmem_testing poll_max=0)
     devmem_mpi_test pingpong 4 -- -m 4M
 fi
 devmem_finish

@@ -4,10 +4,10 @@
 # posted (read in place), unexpected (kept, then copied) and into a strided datatype (never
 # claimed), every byte checked (test/mpi/pushes.c). The counters must balance over the job:
 # every push sent was read in place, copied or left unclaimed, and each way happened (with
-# btl_devmem_push_min 0, so that every size pushes); with the default push_min fewer
+# btl_devmem_testing push_min=0, so that every size pushes); with the default fewer
 # pushes, still balanced. With btl_devmem_push 0 nothing is pushed and the same traffic
 # still checks. Then a peer that
-# dies between a header announcing a push and the push (btl_devmem_fault push-cut, in the
+# dies between a header announcing a push and the push (btl_devmem_testing fault=push-cut, in the
 # posted phase: the receiver's get is waiting for those bytes): the job must end, naming
 # the lost peer and why, never hang.
 set -u
@@ -30,12 +30,12 @@ read_push_counters() {
     unclaimed=$(devmem_stat_sum "$DEVMEM_LAST_OUT" push_unclaimed) || unclaimed=
 }
 
-# every rendezvous pushes (btl_devmem_push_min 0), so that the first sizes past the eager
+# every rendezvous pushes (btl_devmem_testing push_min=0), so that the first sizes past the eager
 # limit, where a receive meets its push in each of the three ways, take part
 all_sent=
 if devmem_run_checked "pushes np=2, pushes on at every size" pushes 2 "$limit" \
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
-    --mca btl_devmem_push_min 0 "$DEVMEM_MPI_BIN/pushes"; then
+    --mca btl_devmem_testing push_min=0 "$DEVMEM_MPI_BIN/pushes"; then
     read_push_counters
     errors=$(devmem_stat_sum "$DEVMEM_LAST_OUT" proto_errors) || errors=
     if [[ ! "$sent$inplace$copied$unclaimed$errors" =~ ^[0-9]+$ ]]; then
@@ -63,18 +63,18 @@ if devmem_run_checked "pushes np=2, pushes on at every size" pushes 2 "$limit" \
     fi
 fi
 
-# the default (btl_devmem_push_min 512 KiB): only the sizes from 1 MiB push, and they balance
-if devmem_run_checked "pushes np=2, btl_devmem_push_min default" pushes 2 "$limit" \
+# the default (pushes from 512 KiB on): only the sizes from 1 MiB push, and they balance
+if devmem_run_checked "pushes np=2, pushes from 512 KiB (the default)" pushes 2 "$limit" \
     devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_stats 1 \
     "$DEVMEM_MPI_BIN/pushes"; then
     read_push_counters
     if [[ ! "$sent$inplace$copied$unclaimed$all_sent" =~ ^[0-9]+$ ]]; then
-        devmem_step_fail "push counters missing (default push_min, or the run before)"
+        devmem_step_fail "push counters missing (default, or the run before)"
     elif [ "$sent" -gt 0 ] && [ "$sent" -lt "$all_sent" ] &&
         [ "$sent" -eq $((inplace + copied + unclaimed)) ]; then
-        devmem_step_ok "default push_min: $sent pushes (every size: $all_sent), balanced"
+        devmem_step_ok "default: $sent pushes (every size: $all_sent), balanced"
     else
-        devmem_step_fail "default push_min: $sent pushes against $all_sent at every size," \
+        devmem_step_fail "default: $sent pushes against $all_sent at every size," \
             "$inplace in place, $copied copied, $unclaimed unclaimed"
     fi
 fi
@@ -92,7 +92,7 @@ fi
 if devmem_expect_failure "push announced, then the connection cut" \
     "lost the connection to \[\[[0-9]+,[0-9]+\],0\] on host [^ ]+ \(interface lo\): the peer closed the connection" \
     "$limit" devmem_mpirun "$limit" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_if_include lo \
-    --mca btl_devmem_fault push-cut --mca btl_devmem_fault_after 2 "$DEVMEM_MPI_BIN/pushes"; then
+    --mca btl_devmem_testing fault=push-cut,fault_after=2 "$DEVMEM_MPI_BIN/pushes"; then
     devmem_expect_line "$DEVMEM_LAST_OUT" "fault injection: a header announcing a push, then the connection shut" \
         "the cut came between a push's announcement and the push"
 fi

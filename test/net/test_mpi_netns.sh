@@ -46,16 +46,14 @@ run unexpected 2 2 -m 2M
 run vector 2 2 -m 1M
 run collectives 2 2 -m 2M
 if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    # the same across hosts with the epoll backend of the socket set (btl_devmem_poll_max 0)
+    # the same across hosts with the epoll backend of the socket set (btl_devmem_testing poll_max=0)
     mca_saved=("${DEVMEM_MCA_ARGS[@]}")
-    DEVMEM_MCA_ARGS+=(--mca btl_devmem_poll_max 0)
+    DEVMEM_MCA_ARGS+=(--mca btl_devmem_testing poll_max=0)
     tag=epoll run collectives 2 2 -m 2M
-    # a burst's send calls ramped up from 64 KiB in 128 KiB pieces (off by default; the
-    # calls then end inside frames: btl_devmem_write_ramp, _write_chunk)
-    DEVMEM_MCA_ARGS=("${mca_saved[@]}" --mca btl_devmem_write_ramp 65536
-        --mca btl_devmem_write_chunk 131072)
-    tag="ramped send calls" run pingpong 1 1 -m 4M
-    tag="ramped send calls" run nonblocking 2 2 -n 100 -m 256k
+    # send calls of 128 KiB, which then end inside frames (btl_devmem_testing write_chunk=)
+    DEVMEM_MCA_ARGS=("${mca_saved[@]}" --mca btl_devmem_testing write_chunk=131072)
+    tag="128 KiB send calls" run pingpong 1 1 -m 4M
+    tag="128 KiB send calls" run nonblocking 2 2 -n 100 -m 256k
     DEVMEM_MCA_ARGS=("${mca_saved[@]}")
 fi
 after=$(netns_link_bytes)
@@ -65,16 +63,17 @@ after=$(netns_link_bytes)
 # spinning ranks then take turns of a whole time slice per message; btl/devmem must get
 # through by yielding when its connections are quiet (a validated run within the time limit,
 # the yields counted), and, once its yields show the core shared, by sleeping on its sockets
-# (the default, idle_block_us 1000: the sleeps counted) or by yielding at once (0: none).
+# (the default, btl_devmem_idle adaptive: the sleeps counted) or by yielding at once (yield:
+# none).
 if [ "$DEVMEM_BTL_NAME" = devmem ]; then
-    for block in 1000 0; do
+    for idle in adaptive yield; do
         if NETNS_YIELD=0 devmem_run_checked \
-            "pingpong 1+1 ranks on one core, no mpi_yield_when_idle, idle_block_us $block" \
+            "pingpong 1+1 ranks on one core, no mpi_yield_when_idle, btl_devmem_idle $idle" \
             pingpong 2 "$limit" netns_mpirun "$limit" 1 1 --mca btl_devmem_stats 1 \
-            --mca btl_devmem_idle_block_us "$block" taskset -c 0 "$DEVMEM_MPI_BIN/pingpong" -m 1M; then
+            --mca btl_devmem_idle "$idle" taskset -c 0 "$DEVMEM_MPI_BIN/pingpong" -m 1M; then
             devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_yields -gt 0
             devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_yields -gt 0
-            if [ "$block" -gt 0 ]; then
+            if [ "$idle" = adaptive ]; then
                 devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -gt 0
                 devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -gt 0
             else

@@ -4,9 +4,10 @@
 # first, btl/devmem on the second (a management network and a data network). The data link
 # is taken down in the middle of a ping-pong: no FIN, no reset, packets just stop. A rank
 # must notice, name the peer it lost, and mpirun must exit non-zero well within 30 s: with
-# the defaults (btl_devmem_peer_timeout 20 s on data in flight, btl_devmem_keepalive 10 s
-# on the waiting side), and with a short peer timeout alone. (Keepalive alone is not enough:
-# when both sides have data in flight, the kernel sends no probes.) Without them the job
+# the defaults (btl_devmem_peer_timeout 20 s: unacknowledged data in flight on the sending
+# side, keepalive probes from 10 s on on the waiting side), and with a short peer timeout.
+# (Keepalive alone is not enough: when both sides have data in flight, the kernel sends no
+# probes.) Without them the job
 # would wait for the kernel's 15 minutes of retransmissions. And a peer that is only busy
 # outside MPI while data waits for it must not be taken for lost.
 set -u
@@ -67,14 +68,14 @@ cut_now() {
 }
 
 # The other side of the coin: a peer that stays out of MPI (8 s) while data waits for it,
-# with a peer timeout and keepalive far shorter than that, is busy, not lost.
+# with a peer timeout far shorter than that (keepalive probes after 1 s), is busy, not lost.
 ip -n "$NETNS_A" link set "$data" up && ip -n "$NETNS_B" link set "$data" up
-devmem_run_checked "a receiver busy for 8 s, peer timeout 3 s, keepalive 2 s" slowreader 2 \
+devmem_run_checked "a receiver busy for 8 s, peer timeout 3 s" slowreader 2 \
     "$DEVMEM_MPI_LIMIT" netns_mpirun "$DEVMEM_MPI_LIMIT" 1 1 --mca btl_devmem_peer_timeout 3 \
-    --mca btl_devmem_keepalive 2 "$DEVMEM_MPI_BIN/slowreader" -s 8
+    "$DEVMEM_MPI_BIN/slowreader" -s 8
 
 # the job that ends first comes first: cut_now times each job when its wait returns
-cut_start "host path, peer timeout alone" --mca btl_devmem_keepalive 0 --mca btl_devmem_peer_timeout 5
+cut_start "host path, peer timeout 5 s" --mca btl_devmem_peer_timeout 5
 cut_start "host path, defaults"
 cut_start "emulated device path, defaults" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
 cut_now

@@ -4,7 +4,7 @@
 # kernel ABI: device flows cross the veth, each receiver steers its device-flow port into its
 # own RX pool, and every rank returns every token. btl_devmem_mode require, so a rank that
 # fell back to host TCP fails the run. One run answers gets with devmem TX from host memory
-# (btl_devmem_tx_host); the last shapes the veth with tbf at 1 Gbit/s.
+# (btl_devmem_testing tx_host=1); the last shapes the veth with tbf at 1 Gbit/s.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -38,10 +38,10 @@ else
     devmem_step_fail "only $crossed bytes crossed the veth (want > 32 MiB)"
 fi
 
-# devmem TX across the link: host memory standing in for GPU memory (btl_devmem_tx_host), every
+# devmem TX across the link: host memory standing in for GPU memory (btl_devmem_testing tx_host=1), every
 # get answered from a TX binding of the registered buffer, several gets in flight at once
 saved=("${DEVMEM_MCA_ARGS[@]}")
-DEVMEM_MCA_ARGS+=(--mca btl_devmem_tx_host 1)
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_testing tx_host=1)
 if run 1 pingpong 1 1 -m 64M; then
     for r in 0 1; do
         devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem -gt $((64 << 20))

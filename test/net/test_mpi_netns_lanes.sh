@@ -84,7 +84,7 @@ DEVMEM_MCA_ARGS=("${saved[@]}")
 # depth 1 never more than one.
 saved=("${DEVMEM_MCA_ARGS[@]}")
 for depth in 4 1; do
-    DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_emul_gather_lag 3
+    DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_testing gather_lag=3
         --mca btl_devmem_gather_depth "$depth")
     if run 4 4 pingpong 1 1 -m 64M; then
         for r in 0 1; do
@@ -140,7 +140,7 @@ for threads in 1 2; do
     done
 done
 # the pipelined gather held back, and a pool of 4 pages that 2 threads share
-DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_rx_threads 2 --mca btl_devmem_emul_gather_lag 3)
+DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_rx_threads 2 --mca btl_devmem_testing gather_lag=3)
 if run 4 4 pingpong 1 1 -m 64M; then
     expect_threads 0 2 4
 fi

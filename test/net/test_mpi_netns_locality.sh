@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # NIC locality across two namespaced "hosts" joined by two veth pairs (see netns.sh), through
 # the emulated kernel. A made-up topology (test/unit/data/topo-two-sockets.xml, read through
-# btl_devmem_topology) puts the second link under the GPU's PCIe switch and the first on the
-# other socket: with btl_devmem_near at that GPU only the second link gets a device path, and
+# btl_devmem_testing topology=) puts the second link under the GPU's PCIe switch and the first
+# on the other socket: with btl_devmem_near at that GPU only the second link gets a device path, and
 # the verbose output says why the first did not, while both still carry validated MPI
 # traffic. Loopback, in the list too, keeps its device path (it serves other peers than the
 # links). btl_devmem_mode require must accept that (the far link was no candidate). With
@@ -27,7 +27,7 @@ NETNS_BTL_IF=lo,$far,$near
 topo=$DEVMEM_TEST_TMP/topology.xml
 sed -e "s/@NEAR@/$near/" -e "s/@FAR@/$far/" "$DEVMEM_SRC/test/unit/data/topo-two-sockets.xml" >"$topo"
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_stats 1
-    --mca btl_devmem_topology "$topo" --mca btl_devmem_verbose 1)
+    --mca btl_devmem_testing "topology=$topo" --mca btl_devmem_verbose 1)
 limit=$DEVMEM_MPI_LIMIT
 
 run() { # LABEL NEAR MODE

@@ -58,7 +58,7 @@ san_run() { # LABEL-EXTRA PROG NP ARGS...
 san_run "host path" pingpong 2 -m 4M
 saved=("${DEVMEM_MCA_ARGS[@]}")
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
-    --mca btl_devmem_tx_host 1)
+    --mca btl_devmem_testing tx_host=1)
 if san_run "emulated device path, devmem TX" pingpong 2 -m 16M; then
     devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
 fi

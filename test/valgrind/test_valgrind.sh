@@ -59,6 +59,6 @@ vg_run() { # LABEL PINGPONG-ARGS... (MCA arguments in DEVMEM_MCA_ARGS)
 
 vg_run "host path" -m 1M
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
-    --mca btl_devmem_tx_host 1 --mca btl_devmem_stats 1)
+    --mca btl_devmem_testing tx_host=1 --mca btl_devmem_stats 1)
 vg_run "emulated device path" -m 4M && devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
 devmem_finish

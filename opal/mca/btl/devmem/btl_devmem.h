@@ -85,6 +85,10 @@ struct mca_btl_devmem_proc_t;
  * a peer has at most MCA_BTL_DEVMEM_DEVFLOWS_MAX. */
 #define MCA_BTL_DEVMEM_RX_THREADS_MAX 16
 
+/* Read-ahead buffer of a connection: frames up to this size (and every eager frame, which may
+ * be larger) are delivered from it without another copy. */
+#define MCA_BTL_DEVMEM_RECV_BUFFER (128u * 1024u)
+
 #define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
 #define MCA_BTL_DEVMEM_MODEX_VERSION 3
 
@@ -132,6 +136,13 @@ static inline bool mca_btl_devmem_modex_ip(const struct mca_btl_devmem_modex_add
 }
 
 
+/* btl_devmem_idle (btl_devmem_progress.h) */
+enum mca_btl_devmem_idle_mode {
+    MCA_BTL_DEVMEM_IDLE_ADAPTIVE, /* hand over, sleep or spin, as measured */
+    MCA_BTL_DEVMEM_IDLE_YIELD,    /* hand over by sched_yield only */
+    MCA_BTL_DEVMEM_IDLE_SPIN,     /* never hand over (Open MPI's yield_when_idle decides) */
+};
+
 typedef struct mca_btl_devmem_component_t {
     mca_btl_base_component_3_0_0_t super;
 
@@ -142,59 +153,46 @@ typedef struct mca_btl_devmem_component_t {
     int links;
     int sndbuf;
     int rcvbuf;
-    int free_list_num;
-    int free_list_max;
-    int free_list_inc;
-    int recv_buffer;        /* bytes of per-connection read-ahead */
     int handshake_timeout;  /* seconds a stranger may take to say hello */
-    int peer_timeout;       /* seconds in-flight data may go unacknowledged, 0: no check */
-    int keepalive;          /* quiet seconds before keepalive probes, 0: none */
+    int peer_timeout;       /* seconds before a silent peer counts as lost, 0: no check */
     int verbose;
     bool stats_enabled;
-    bool nodelay;
     char *mode;             /* auto | require | off */
     char *kernel;           /* real | emulated */
     char *helper;           /* auto | off | the devmem-helperd socket path */
     char *rx_provider;      /* auto | cuda | udmabuf | drm | host */
     size_t rx_pool_size;    /* bytes of RX pool per module */
-    int rx_queue;           /* real: the RX queue to bind, -1: the last ones, by local rank */
     int rx_queues;          /* RX queues per pool, -1: as many as devflows where there are */
-    int rx_batch;           /* most bytes one devmem receive takes */
-    int devflow_min;        /* smaller gets stay on the control connection */
     int devflows;           /* device-flow lanes opened to each peer */
     size_t devflow_chunk;   /* bytes per chunk of a get cut over several lanes */
-    int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */
     int gather_depth;       /* gathers (batches of receives) that may run at once */
     int rx_threads;         /* receiving threads serving device-flow lanes, 0: progress */
-    int emul_gather_lag;    /* tests: progress polls before a host gather is done */
-    int emul_seed;          /* emulated: layout seed, 0: from the rank */
-    bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     bool sendi;             /* offer immediate sends */
-    bool cork;              /* callbacks' sends wait for the end of their read's frames */
     /* Open MPI 5's accelerator is not CUDA's (ROCm, Level Zero): only then can a buffer be
      * device memory that the device path cannot carry (mca_btl_devmem_mem_is_foreign) */
     bool accel_foreign;
     /* Open MPI 5's accelerator is CUDA's: it marks device buffers in their convertors
      * (mca_btl_devmem_convertor_is_device) */
     bool accel_cuda;
-    int idle_yield_us;      /* quiet microseconds before a waiting rank yields, -1: never */
-    int idle_block_us;      /* longest sleep of a waiting rank on a shared core, 0: none */
-    bool idle_adapt;        /* measure waits and spin where handing the core over loses */
-    bool idle_own;          /* our policy, not Open MPI's yield-when-idle, while we have
-                             * connections */
-    int idle_spin_us;       /* there: quiet microseconds spun before handing over anyway */
-    int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
-    int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
-    int write_ramp;         /* bytes of a burst's first sendmsg, 0 or less: off */
-    int write_whole;        /* largest lone frame written in one call, 0: none, -1: by if */
+    char *idle;             /* adaptive | yield | spin: how a waiting rank shares its core */
+    enum mca_btl_devmem_idle_mode idle_mode; /* the same, parsed */
     int push;               /* bytes of an RGET pushed behind its header, 0: off (push.h) */
-    int push_min;           /* smallest message that pushes */
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
+    char *testing;          /* tests: key=value settings, parsed into the fields below */
+
+    /* From btl_devmem_testing (btl_devmem_params.c), for tests only */
+    char *fault;            /* a frame to spoil (btl_devmem_fault.c), empty: none */
     char *topology;         /* hwloc XML to read instead of this machine's, empty: none */
-    char *fault;            /* tests: a frame to spoil (btl_devmem_fault.c), empty: none */
-    int fault_rank;         /* tests: the rank that spoils it */
-    int fault_after;        /* tests: SEND frames that go out intact first */
+    int fault_rank;         /* the rank that spoils it */
+    int fault_after;        /* SEND frames that go out intact first */
+    int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */
+    int emul_seed;          /* emulated: layout seed, 0: from the rank */
+    bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
+    int emul_gather_lag;    /* progress polls before a host gather is done */
+    int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
+    int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
+    int push_min;           /* smallest rendezvous that pushes */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */
@@ -232,10 +230,9 @@ typedef struct mca_btl_devmem_component_t {
 MCA_BTL_DEVMEM_EXPORT extern mca_btl_devmem_component_t mca_btl_devmem_component;
 
 /* How a connection's queue of frames is cut into send calls (mca_btl_devmem_frag_queue_write),
- * per interface: btl_devmem_write_chunk, _write_ramp and _write_whole. */
+ * per interface (btl_devmem_component.c, write_shape_for). */
 struct mca_btl_devmem_write_shape {
     size_t chunk; /* most bytes per sendmsg; SIZE_MAX: no limit */
-    size_t ramp;  /* first sendmsg of a burst, then doubling; 0: none */
     size_t whole; /* a lone frame, none of it written, of up to this many bytes goes in one
                    * sendmsg whatever chunk says; 0: none */
 };

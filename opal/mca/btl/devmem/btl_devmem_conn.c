@@ -204,7 +204,7 @@ static void conn_timeout(int fd, short flags, void *arg)
 
 static int rx_buffers_ready(mca_btl_devmem_endpoint_t *ep)
 {
-    size_t want = (size_t) mca_btl_devmem_component.recv_buffer;
+    size_t want = MCA_BTL_DEVMEM_RECV_BUFFER;
     size_t eager_frame = ep->module->super.btl_eager_limit + sizeof(struct mca_btl_devmem_hdr);
 
     if (want < eager_frame) {

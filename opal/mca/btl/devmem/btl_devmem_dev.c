@@ -38,6 +38,10 @@
  * buffer; 1024 is UIO_MAXIOV and keeps the control buffer at 40 KiB). */
 #define DEV_RX_MAX_FRAGS 1024
 
+/* Most bytes one devmem receive takes (its linear buffer): 1 MiB, about the 4.7 receives a
+ * MiB the lanes measured, so that a receive is seldom cut short by it. */
+#define DEV_RX_BATCH (1u << 20)
+
 static struct {
     enum mca_btl_devmem_mode mode;
     struct devmem_kernel *k;
@@ -253,8 +257,8 @@ static unsigned int queues_wanted(void)
     return n > 0 ? (unsigned int) n : (unsigned int) mca_btl_devmem_component.devflows;
 }
 
-/* The queues this rank binds, *first .. *first + *n - 1: from the configured first queue, or
- * the last ones of the NIC, local rank r taking the r-th group from the top, so that ranks
+/* The queues this rank binds, *first .. *first + *n - 1: the last ones of the NIC, local
+ * rank r taking the r-th group from the top, so that ranks
  * sharing a NIC take distinct queues and RSS keeps the low ones. By default (rx_queues -1)
  * fewer than wanted where the NIC has fewer to spare; an explicit count must fit. */
 static int pick_queues(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
@@ -264,28 +268,13 @@ static int pick_queues(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
     bool fixed = mca_btl_devmem_component.rx_queues > 0;
     unsigned int want = queues_wanted();
 
-    if (mca_btl_devmem_component.rx_queue >= 0) {
-        *first = (unsigned int) mca_btl_devmem_component.rx_queue;
-        if (*first >= n_rx) {
-            say(why, len, "btl_devmem_rx_queue %u does not exist: %s has %u RX queues", *first,
-                itf->name, n_rx);
-            return -EINVAL;
-        }
-        *n = !fixed && *first + want > n_rx ? n_rx - *first : want;
-        if (*first + *n > n_rx) {
-            say(why, len, "btl_devmem_rx_queues %u from queue %u: %s has %u RX queues", *n,
-                *first, itf->name, n_rx);
-            return -EINVAL;
-        }
-        return 0;
-    }
     /* queue 0 stays with RSS: n_rx - 1 queues for the local ranks' groups */
     if (!fixed && (unsigned int) (local + 1) * want > n_rx - 1 && n_rx > 1) {
         want = (n_rx - 1) / (unsigned int) (local + 1);
     }
     if (0 == want || n_rx < 1 || (unsigned int) (local + 1) * want > n_rx - 1) {
         say(why, len, "%s has %u RX queue(s): not %u left for local rank %d once queue 0 stays "
-            "with RSS (set btl_devmem_rx_queue(s), or add channels: ethtool -L)", itf->name,
+            "with RSS (set btl_devmem_rx_queues, or add channels: ethtool -L)", itf->name,
             n_rx, 0 == want ? 1 : want, local);
         return -ENOSPC;
     }
@@ -696,9 +685,7 @@ int mca_btl_devmem_dev_init(void)
                                                                            : c->emul_linear_pct;
     rc = devmem_kernel_open(&dev_state.k, kind, &cfg, &e);
     if (0 == rc) {
-        rc = devmem_rx_batch_init(&dev_state.batch, c->rx_batch > 0 ? (size_t) c->rx_batch
-                                                                    : 1u << 20,
-                                  DEV_RX_MAX_FRAGS, &e);
+        rc = devmem_rx_batch_init(&dev_state.batch, DEV_RX_BATCH, DEV_RX_MAX_FRAGS, &e);
         dev_state.batch_ready = 0 == rc;
         dev_state.batch_cap = dev_state.batch.len;
     }

@@ -10,7 +10,7 @@
  * gets complete, oldest receive first. btl_devmem_gather_depth bounds the batches in flight.
  *
  * Host destinations are copied by the CPU as the pieces join, so their batches are done at
- * launch. btl_devmem_emul_gather_lag holds host copies back as a GPU would, so that CI
+ * launch. btl_devmem_testing gather_lag= holds host copies back as a GPU would, so that CI
  * exercises the pipeline without one.
  *
  * A pipe is one thread's: the progress thread's (mca_btl_devmem_gather_main, under the

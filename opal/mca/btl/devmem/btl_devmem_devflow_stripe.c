@@ -114,11 +114,10 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     struct mca_btl_devmem_devflows *set = __atomic_load_n(&ep->devflows, __ATOMIC_ACQUIRE);
     struct mca_btl_devmem_hdr *more = mca_btl_devmem_frag_data(req);
     struct mca_btl_devmem_devflow *df;
-    int min = mca_btl_devmem_component.devflow_min;
     unsigned int open = 0, n;
     size_t off = 0;
 
-    if (NULL == set || 0 == get->hdr.size || get->hdr.size < (uint32_t) (min > 0 ? min : 0)) {
+    if (NULL == set || 0 == get->hdr.size) {
         return false;
     }
     for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {

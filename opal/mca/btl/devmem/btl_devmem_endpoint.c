@@ -694,7 +694,7 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
  * instead of one each. What the callbacks send waits at most for the dispatch of frames
  * already read, never for another read. Measured: a sender of mpi_bench -t bw at 128 KiB
  * on loopback answered each get in its own call (2 calls per message, 1.2 now) and ran at
- * 0.6-0.9x btl/tcp (1.5x now); see README, "Writes from callbacks" (btl_devmem_cork).
+ * 0.6-0.9x btl/tcp (1.5x now); see doc/tuning.md, "Cork".
  */
 static __thread mca_btl_devmem_endpoint_t *corked_ep;
 
@@ -753,13 +753,9 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
         n = 1 == cnt ? recv(ep->sd, iov[0].iov_base, want, 0) : readv(ep->sd, iov, cnt);
         mca_btl_devmem_component.stats.recv_calls++;
         if (n > 0) {
-            if (mca_btl_devmem_component.cork) {
-                tx_cork(ep);
-                rc = mca_btl_devmem_rxframe_got(&ep->rx, (size_t) n);
-                tx_uncork(ep);
-            } else {
-                rc = mca_btl_devmem_rxframe_got(&ep->rx, (size_t) n);
-            }
+            tx_cork(ep);
+            rc = mca_btl_devmem_rxframe_got(&ep->rx, (size_t) n);
+            tx_uncork(ep);
             if (-ENOMEM == rc) {
                 ep_fail(ep, "out of memory for a large fragment", ENOMEM, false);
             }

@@ -48,7 +48,7 @@ int mca_btl_devmem_fault_init(void)
             return OPAL_SUCCESS;
         }
     }
-    opal_output(0, "btl:devmem: btl_devmem_fault \"%s\" is none of bad-type, too-long, "
+    opal_output(0, "btl:devmem: btl_devmem_testing fault=%s is none of bad-type, too-long, "
                 "truncated, push-cut", c->fault);
     return OPAL_ERR_BAD_PARAM;
 }

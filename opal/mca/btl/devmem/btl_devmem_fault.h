@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fault injection for the tests (btl_devmem_fault): one rank spoils one frame of its own, so
- * that a test can show what a peer's garbage does on the other side of a live connection:
- * that connection closes with a clear error and the job ends, never a crash or a hang.
- * Off unless the parameter names a fault.
+ * Fault injection for the tests (btl_devmem_testing fault=...): one rank spoils one frame of its
+ * own, so that a test can show what a peer's garbage does on the other side of a live connection:
+ * that connection closes with a clear error and the job ends, never a crash or a hang. Off unless
+ * the parameter names a fault.
  */
 #ifndef MCA_BTL_DEVMEM_FAULT_H
 #define MCA_BTL_DEVMEM_FAULT_H
@@ -12,8 +12,8 @@
 
 BEGIN_C_DECLS
 
-/* Read btl_devmem_fault / _fault_rank / _fault_after. OPAL_SUCCESS, or OPAL_ERR_BAD_PARAM
- * (said) for a fault it does not know. */
+/* Read the fault, fault_rank and fault_after of btl_devmem_testing. OPAL_SUCCESS, or
+ * OPAL_ERR_BAD_PARAM (said) for a fault it does not know. */
 int mca_btl_devmem_fault_init(void);
 
 /* Set while this rank has a fault still to inject: the one thing the write path looks at. */

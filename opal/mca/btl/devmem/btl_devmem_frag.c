@@ -38,15 +38,18 @@ static size_t eager_capacity;
 static size_t max_capacity;
 static bool lists_ready;
 
+/* Fragments a free list starts with and grows by; it has no upper bound (a rank's
+ * fragments in flight are bounded by its peers' sends, as in btl/tcp's defaults). */
+#define FREE_LIST_FIRST 8
+#define FREE_LIST_GROWTH 32
+
 static int list_init(opal_free_list_t *list, size_t capacity)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
     OBJ_CONSTRUCT(list, opal_free_list_t);
     return opal_free_list_init(list, sizeof(mca_btl_devmem_frag_t) + capacity,
                                opal_cache_line_size, OBJ_CLASS(mca_btl_devmem_frag_t), 0,
-                               opal_cache_line_size, c->free_list_num, c->free_list_max,
-                               c->free_list_inc, NULL, 0, NULL, NULL, NULL);
+                               opal_cache_line_size, FREE_LIST_FIRST, -1, FREE_LIST_GROWTH,
+                               NULL, 0, NULL, NULL, NULL);
 }
 
 int mca_btl_devmem_frag_lists_init(size_t eager_limit, size_t max_send_size)
@@ -176,12 +179,6 @@ void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag)
 /* iovecs per sendmsg: enough to batch many small frames, far below UIO_MAXIOV */
 #define QUEUE_WRITE_IOV_MAX 64
 
-/* The ramp serves a fragment of more than one ramp and up to RAMP_SPAN ramps (a rendezvous
- * of a few hundred KiB, whose two copies it overlaps); a larger one is written in whole
- * chunks, which over a veth kept 15-20 % more of the bandwidth at 1-4 MiB, and a queue of
- * small frames goes out batched as before. */
-#define RAMP_SPAN 8
-
 static size_t frag_bytes_left(const mca_btl_devmem_frag_t *frag)
 {
     size_t left = 0;
@@ -202,20 +199,17 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
                                     const struct mca_btl_devmem_write_shape *shape,
                                     opal_list_t *done, bool *blocked)
 {
-    size_t chunk = shape->chunk, ramp = shape->ramp, step = chunk;
+    size_t chunk = shape->chunk;
 
-    /* the head frame's size matters only where a rule might change the call (not over a
-     * veth by default: no ramp, no whole frames) */
-    if (!opal_list_is_empty(queue) && (shape->whole > chunk || (ramp > 0 && ramp < chunk))) {
+    /* the head frame's size matters only where the rule might change the call (not over a
+     * veth by default: no whole frames) */
+    if (!opal_list_is_empty(queue) && shape->whole > chunk) {
         mca_btl_devmem_frag_t *first = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
         size_t head = frag_bytes_left(first);
 
         if (head > chunk && head <= shape->whole && 1 == opal_list_get_size(queue)
             && frag_unwritten(first)) {
-            /* a lone frame, in one call (write_whole): a ping-pong's answer */
-            chunk = step = head;
-        } else if (ramp > 0 && ramp < chunk && head > ramp && head <= RAMP_SPAN * ramp) {
-            step = ramp;
+            chunk = head; /* a lone frame, in one call (write_whole): a ping-pong's answer */
         }
     }
 
@@ -228,27 +222,26 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
         int cnt = 0;
         ssize_t n;
 
-        /* tests only (btl_devmem_fault): the frame at the head may be spoiled */
+        /* tests only (btl_devmem_testing fault=): the frame at the head may be spoiled */
         if (OPAL_UNLIKELY(mca_btl_devmem_fault_armed)
             && 0 != mca_btl_devmem_fault_frame(sd, queue)) {
             return -EPIPE;
         }
-        /* at most `step` bytes per call */
+        /* at most `chunk` bytes per call */
         mca_btl_devmem_frag_t *frag;
         OPAL_LIST_FOREACH (frag, queue, mca_btl_devmem_frag_t) {
             for (int i = frag->iov_idx;
-                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < step; i++) {
+                 i < frag->iov_cnt && cnt < QUEUE_WRITE_IOV_MAX && want < chunk; i++) {
                 iov[cnt] = frag->iov[i];
-                if (iov[cnt].iov_len > step - want) {
-                    iov[cnt].iov_len = step - want;
+                if (iov[cnt].iov_len > chunk - want) {
+                    iov[cnt].iov_len = chunk - want;
                 }
                 want += iov[cnt++].iov_len;
             }
-            if (cnt == QUEUE_WRITE_IOV_MAX || want >= step) {
+            if (cnt == QUEUE_WRITE_IOV_MAX || want >= chunk) {
                 break;
             }
         }
-        step = step > chunk / 2 ? chunk : step * 2;
         msg.msg_iov = iov;
         msg.msg_iovlen = cnt;
         n = sendmsg(sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -6,7 +6,7 @@
  * it. A peer that answers window probes but does not read (a rank busy outside MPI) keeps
  * acknowledging, so it is never taken for dead, unlike with TCP_USER_TIMEOUT, which the
  * kernel also applies to a closed window. The side that only waits is covered by keepalive
- * (btl_devmem_keepalive).
+ * (keepalive probes from half of btl_devmem_peer_timeout on).
  */
 #ifndef MCA_BTL_DEVMEM_LIVENESS_H
 #define MCA_BTL_DEVMEM_LIVENESS_H

@@ -7,8 +7,8 @@
  * The GPU is btl_devmem_gpu, else the device of the CUDA context current when MPI starts
  * (cudaSetDevice before MPI_Init), else the local rank modulo the visible devices. The PCI
  * device to be near is that GPU's, or btl_devmem_near when set (a PCI address, or "none"
- * to take every interface); the topology is this machine's, or the hwloc XML file
- * btl_devmem_topology.
+ * to take every interface); the topology is this machine's, or for tests the hwloc XML file
+ * of btl_devmem_testing topology=FILE.
  */
 #ifndef MCA_BTL_DEVMEM_NEAR_H
 #define MCA_BTL_DEVMEM_NEAR_H

@@ -30,6 +30,13 @@ static bool way_ready;
  * it has stood still for CONTENDED_NS, nobody is waiting for our core and we spin, since
  * yielding there only invites the scheduler to pack two ranks on one core.
  */
+/* The policy's times (btl_devmem_idle adaptive): quiet before a contended rank yields, the
+ * longest sleep on the sockets, and how long a rank bound to one CPU spins where spinning
+ * won. */
+#define IDLE_YIELD_NS 10000ull
+#define IDLE_BLOCK_US 1000
+#define IDLE_SPIN_NS 500000ull
+
 #define CHECK_EVERY_NS 1000000ull  /* getrusage at most every millisecond of quiet */
 #define CONTENDED_NS 200000000ull  /* a preemption keeps us yielding this long */
 static uint64_t last_check_ns, contended_until_ns;
@@ -162,24 +169,24 @@ static bool sockets_see_everything(void)
  */
 static bool sleeps_when_contended(const mca_btl_devmem_component_t *c, uint64_t now)
 {
-    return window_wait && c->idle_block_us > 0 && !bound_to_one_cpu(now)
+    return window_wait && MCA_BTL_DEVMEM_IDLE_ADAPTIVE == c->idle_mode && !bound_to_one_cpu(now)
            && !node_oversubscribed() && sockets_see_everything();
 }
 
 /* Where spinning won: whether this wait has been spun long enough. A rank bound to one CPU
- * spins for idle_spin_us at most, in case the task beside it is the peer after all. One the
+ * spins for IDLE_SPIN_NS at most, in case the task beside it is the peer after all. One the
  * scheduler may move spins like btl/tcp for any message in flight (its yields would give an
  * unrelated task a whole slice, and the load balancer parts it from a peer), but not for a
  * peer still computing, whose core the spin may be taking (oversubscribed nodes never spin:
  * node_oversubscribed). Such a rank hands over once it has spun
- * UNBOUND_SPIN_FACTOR times idle_spin_us of CPU time past as much wall time: counted in CPU
+ * UNBOUND_SPIN_FACTOR times IDLE_SPIN_NS of CPU time past as much wall time: counted in CPU
  * time, a preemption by an unrelated task during a short wait does not end the spin. */
 #define UNBOUND_SPIN_FACTOR 10
 static uint64_t spin_cpu_mark_ns; /* this wait's CPU time when it passed the wall bound */
 
-static bool spun_enough(const mca_btl_devmem_component_t *c, uint64_t now)
+static bool spun_enough(uint64_t now)
 {
-    uint64_t spin_ns = (uint64_t) c->idle_spin_us * 1000u;
+    uint64_t spin_ns = IDLE_SPIN_NS;
     struct timespec ts;
     uint64_t cpu_ns;
 
@@ -226,7 +233,7 @@ static void yield_core(mca_btl_devmem_component_t *c, uint64_t now)
     last_quiet_call_ns = back;
 }
 
-/* Hands the core over until one of our sockets is ready, idle_block_us at most; only in a
+/* Hands the core over until one of our sockets is ready, IDLE_BLOCK_US at most; only in a
  * wait loop, never in a lone MPI_Test between computations. */
 static int sleep_on_sockets(mca_btl_devmem_component_t *c, bool in_wait_loop)
 {
@@ -235,7 +242,7 @@ static int sleep_on_sockets(mca_btl_devmem_component_t *c, bool in_wait_loop)
     if (!in_wait_loop) {
         return 0;
     }
-    ran = mca_btl_devmem_watch_dispatch(c->idle_block_us);
+    ran = mca_btl_devmem_watch_dispatch(IDLE_BLOCK_US);
     c->stats.idle_blocks++;
     last_quiet_call_ns = now_ns(); /* the next call is back to back again */
     return ran;
@@ -249,19 +256,19 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
 
     last_quiet_call_ns = now;
     if (sleeps_when_contended(c, now)) {
-        if (contended && now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u) {
+        if (contended && now - quiet_since_ns >= IDLE_YIELD_NS) {
             ran = sleep_on_sockets(c, in_wait_loop);
         }
         return ran;
     }
     way_start(now);
-    if (c->idle_adapt && !node_oversubscribed()
-        && WAITWAY_SPIN == mca_btl_devmem_waitway_now(&way) && !spun_enough(c, now)) {
+    if (MCA_BTL_DEVMEM_IDLE_ADAPTIVE == c->idle_mode && !node_oversubscribed()
+        && WAITWAY_SPIN == mca_btl_devmem_waitway_now(&way) && !spun_enough(now)) {
         return 0; /* measured: the answer comes sooner to a rank that keeps its core */
     }
     if (now < shared_until_ns) {
-        /* the core is shared: hand it over at the first quiet call, not after idle_yield_us */
-        if (c->idle_block_us <= 0) {
+        /* the core is shared: hand it over at the first quiet call, not after IDLE_YIELD_NS */
+        if (MCA_BTL_DEVMEM_IDLE_YIELD == c->idle_mode) {
             yield_core(c, now);
         } else {
             ran = sleep_on_sockets(c, in_wait_loop);
@@ -270,9 +277,9 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
     }
     /* On an oversubscribed node the task beside us is most likely a peer that waits for
      * the core: hand it over at the first quiet call. hpcc, 4 ranks on 2 CPUs, 3 rounds:
-     * randomly ordered ring latency 16-20 us against 25-26 after idle_yield_us (btl/tcp
+     * randomly ordered ring latency 16-20 us against 25-26 after IDLE_YIELD_NS (btl/tcp
      * 20-21), the slowest ping-pong 10-13 us against 21-24. */
-    if ((node_oversubscribed() || now - quiet_since_ns >= (uint64_t) c->idle_yield_us * 1000u)
+    if ((node_oversubscribed() || now - quiet_since_ns >= IDLE_YIELD_NS)
         && contended) {
         yield_core(c, now);
     }
@@ -285,7 +292,8 @@ static void wait_ended(mca_btl_devmem_component_t *c)
 {
     uint64_t now, tries, switches;
 
-    if (!c->idle_adapt || node_oversubscribed() || 0 == quiet_since_ns) {
+    if (MCA_BTL_DEVMEM_IDLE_ADAPTIVE != c->idle_mode || node_oversubscribed()
+        || 0 == quiet_since_ns) {
         return;
     }
     now = now_ns();
@@ -333,7 +341,7 @@ int mca_btl_devmem_progress(void)
         mca_btl_devmem_progress_activity();
     }
     /* nothing of ours to wait for; or Open MPI yields on every idle call and we leave it */
-    if (c->idle_yield_us < 0 || (opal_progress_yield_when_idle && !c->idle_own)) {
+    if (MCA_BTL_DEVMEM_IDLE_SPIN == c->idle_mode) {
         goto out;
     }
     /* Open MPI yields on every idle call (mpi_yield_when_idle): ours decides instead, and

@@ -26,8 +26,8 @@
  *   in flight per connection. A window of rendezvous each pushing put 4 MiB
  *   unasked ahead of the answers, filled a loopback receiver's window to zero and halved
  *   the bandwidth at 256 KiB.
- * - Only from btl_devmem_push_min bytes (512 KiB): below, the push's own send call and
- *   receive cost as much as the round trip it hides.
+ * - Only from MCA_BTL_DEVMEM_PUSH_MIN bytes (512 KiB; tests: btl_devmem_testing push_min=):
+ *   below, the push's own send call and receive cost as much as the round trip it hides.
  *
  * Counters: push_sent = push_in_place + push_copied + push_unclaimed over the job.
  */
@@ -46,6 +46,11 @@ struct mca_btl_base_registration_handle_t;
 
 /* Pushed bytes a connection keeps for gets not yet called. */
 #define MCA_BTL_DEVMEM_PUSH_KEPT 4
+
+/* Smallest rendezvous that pushes: from 128 to 256 KiB a push made a ping-pong 5-12 %
+ * slower on loopback and over a veth (one more send call and receive for a transfer about as
+ * long as the round trip it hides). */
+#define MCA_BTL_DEVMEM_PUSH_MIN ((size_t) 512 * 1024)
 
 /* Sending side: one push, owned by its registration; the endpoint's push_out until the
  * registration ends (one per endpoint at a time). */

@@ -7,8 +7,8 @@
  * device); the PML copies the sender's handle into its RGET, and passes the getter's own
  * handle to get, so each side knows without asking the driver again.
  *
- * Device memory (and, with btl_devmem_tx_host under the emulated kernel, host memory
- * standing in for it) is also entered in a cache, one entry per allocation: its dmabuf,
+ * Device memory (and, with btl_devmem_testing tx_host=1 under the emulated kernel, host
+ * memory standing in for it) is also entered in a cache, one entry per allocation: its dmabuf,
  * exported once, and a TX binding per module, made when the first get is answered from it.
  * An entry lives while registrations or sends hold it; unheld entries stay cached up to a
  * limit. An allocation freed and reallocated at the same address gets a new CUDA buffer id,

@@ -96,22 +96,23 @@ void mca_btl_devmem_tune_socket(int sd)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     int one = 1;
 
-    if (c->nodelay) {
-        (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    }
+    (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (c->sndbuf > 0) {
         (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
     }
     if (c->rcvbuf > 0) {
         (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
     }
-    if (c->keepalive > 0) {
+    if (c->peer_timeout > 0) {
         /* A peer that vanishes without a FIN or a reset (a cut cable, a powered-off node)
          * is otherwise never noticed by a rank that only waits for it. Keepalive probes
-         * start after this many quiet seconds and give up after five unanswered ones. The
-         * kernel probes only while nothing is in flight, so a peer that is busy elsewhere
-         * and not reading is never probed, nor taken for dead. */
-        int idle = c->keepalive, intvl = c->keepalive / 5 > 0 ? c->keepalive / 5 : 1, cnt = 5;
+         * start after half the peer timeout quiet and give up after five unanswered ones a
+         * tenth apart, so that such a peer counts as lost after about the timeout, as one
+         * with data in flight does (btl_devmem_liveness.c). The kernel probes only while
+         * nothing is in flight, so a peer that is busy elsewhere and not reading is never
+         * probed, nor taken for dead. */
+        int idle = c->peer_timeout / 2 > 0 ? c->peer_timeout / 2 : 1;
+        int intvl = c->peer_timeout / 10 > 0 ? c->peer_timeout / 10 : 1, cnt = 5;
 
         (void) setsockopt(sd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         (void) setsockopt(sd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
@@ -478,21 +479,4 @@ void mca_btl_devmem_held_drop_all(opal_list_t *list)
         mca_btl_devmem_held_drop((mca_btl_devmem_held_t *) item, MCA_BTL_DEVMEM_HELD_QUIET,
                                  NULL);
     }
-}
-
-bool mca_btl_devmem_sock_default_cc(int family, char *buf, size_t len)
-{
-    socklen_t l = (socklen_t) len;
-    int sd = 0 == len ? -1 : socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    bool ok;
-
-    if (sd < 0) {
-        return false;
-    }
-    ok = 0 == getsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, buf, &l) && l > 0;
-    close(sd);
-    if (ok) {
-        buf[(size_t) l < len ? (size_t) l : len - 1] = '\0';
-    }
-    return ok;
 }

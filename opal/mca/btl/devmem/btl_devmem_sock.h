@@ -36,10 +36,6 @@ void mca_btl_devmem_tune_socket(int sd);
  * or the kernel does not say. Tells a dead or cut-off host from a busy process. */
 unsigned int mca_btl_devmem_sock_unacked_for(int sd);
 
-/* The congestion control new TCP sockets of this network namespace get (TCP_CONGESTION of
- * an unconnected socket of family), into buf; false when it cannot be read. */
-bool mca_btl_devmem_sock_default_cc(int family, char *buf, size_t len);
-
 /* A tuned, non-blocking socket bound to itf's address and connecting to the peer's record
  * `remote` at port_net (network order): control connections and device flows. Returns it,
  * or -errno (-EAFNOSUPPORT when the record is not of itf's family). */

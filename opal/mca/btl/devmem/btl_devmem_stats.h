@@ -3,7 +3,7 @@
  * The component's counters, defined once. MCA_BTL_DEVMEM_STATS lists every key in the order
  * of the btl_devmem_stats line; from it come the counting struct, the line, and the MPI_T
  * performance variables (btl_devmem_<key>) that tools read during a run. A key added here
- * appears in all three; test/build/test_stats_keys.sh then asks for its row in the README.
+ * appears in all three; test/build/test_stats_keys.sh then asks for its row in doc/user-guide.md.
  *
  * X(key, kind, meaning), kind one of:
  *   COUNTER    a field the component adds to (class COUNTER)

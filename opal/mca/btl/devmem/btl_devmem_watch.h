@@ -8,11 +8,11 @@
  * (listen sockets, handshakes, connections, device flows) itself and hands a message to its
  * callback without libevent in between.
  *
- * Two backends behind one set. Up to btl_devmem_poll_max sockets: poll() with a zero
- * timeout, which leaves no wait-queue entry on the sockets (a standing epoll registration
- * makes the sender pay a wake-up for every packet: 5-10 % of the small-message bandwidth on
- * loopback, measured). Beyond that, for good: one epoll set, whose idle turn costs one
- * epoll_wait whatever the number of peers. A libevent timer serves the set where our
+ * Two backends behind one set. Up to 16 sockets (btl_devmem_testing poll_max= for tests): poll()
+ * with a zero timeout, which leaves no wait-queue entry on the sockets (a standing epoll
+ * registration makes the sender pay a wake-up for every packet: 5-10 % of the small-message
+ * bandwidth on loopback, measured). Beyond that, for good: one epoll set, whose idle turn costs
+ * one epoll_wait whatever the number of peers. A libevent timer serves the set where our
  * progress function does not poll it: before the BML registers it, and while no connection
  * of ours is open (listen sockets and handshakes then wait for Open MPI's 10 ms tick, as
  * they did in libevent, and ranks that talk only over shared memory pay nothing).
