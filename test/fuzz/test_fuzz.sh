@@ -3,8 +3,8 @@
 # A bounded libFuzzer run of each parser target (test/fuzz/fuzz_*.c, built by the sanitizer
 # build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 12), as many at a time as
 # there are CPUs. A crash, a sanitizer report or a broken promise fails the step and keeps the
-# input that did it; the executions are reported. The longer run is documented in the README
-# (Robustness).
+# input that did it; the executions are reported. The longer run is documented in
+# doc/design.md (Testing).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
