@@ -145,7 +145,18 @@ demo() {
         print "(medians of 3 runs each, interleaved, every byte checked; a latency ratio < 1 or a"
         print " bandwidth ratio > 1: devmem faster. bench/run.sh measures between namespaces, beside"
         print " busy processes and against UCX too)"
-        if (stats != "") { print ""; print stats }
+        if (stats != "") {
+            # "[host:pid] btl_devmem stats: rank=0 key=value ..." -> the few keys a user reads
+            n = split(stats, w, " ")
+            for (i = 1; i <= n; i++) if (split(w[i], kv, "=") == 2) st[kv[1]] = kv[2]
+            printf "\nRank 0 of the last devmem bandwidth run (--mca btl_devmem_stats 1 prints the line):\n"
+            printf "  %.0f MB sent and %.0f MB received from host memory, over %d connection(s), %d protocol errors\n",
+                   st["tx_host"] / 1e6, st["rx_host"] / 1e6, st["conn_made"], st["proto_errors"]
+            if (st["devmem_modules"] + 0 > 0)
+                printf "  device path: on for %d interface(s)\n", st["devmem_modules"]
+            else
+                printf "  device path: off here (no devmem-capable NIC; devmem-probe says why, see README)\n"
+        }
     }' "$res"
     rm -f "$out" "$res"
 }
@@ -169,47 +180,51 @@ ompi_version_of() {
     sed -n 's/^DEVMEM_OMPI_VERSION = //p' "$1/Makefile" 2>/dev/null
 }
 
-# The counts of a test run's last line, "N passed, N failed, N skipped", as "N N N".
+# The counts of a test run's count line ("[LABEL: ]N passed, N failed, N skipped") as "N N N".
 counts_of() {
-    awk '/^[0-9]+ passed, [0-9]+ failed/ { p = $1; f = $3; s = $5 + 0 } END { print p + 0, f + 0, s + 0 }' "$1"
+    awk 'match($0, /[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$/) {
+            split(substr($0, RSTART), w, /[ ,]+/); p = w[1]; f = w[3]; s = w[5] + 0 }
+         END { print p + 0, f + 0, s + 0 }' "$1"
 }
 
 # Every test against this machine's Open MPI, then (unless DEVMEM_OMPI5_LEG=0) all of them
 # again against Open MPI 5 from Debian 13's packages, in a root of its own
-# (test/lib/ompi5-root.sh); one line of counts per leg, then the sum. The second leg skips
-# what builds nothing against Open MPI (DEVMEM_OMPI_FREE_DONE: the fuzzing of the parsers).
+# (test/lib/ompi5-root.sh); each leg ends with its count line, the check with the sum. The
+# second leg skips what builds nothing against Open MPI (DEVMEM_OMPI_FREE_DONE: the fuzzing
+# of the parsers).
 check() {
-    local logs=$build/check-legs host_log ompi5_log rc=0 p f s tp=0 tf=0 ts=0
+    local logs=$build/check-legs host_log ompi5_log rc=0 p f s tp=0 tf=0 ts=0 label
     mkdir -p "$logs"
     set +e # a failing test is counted, not the end of the check
     host_log=$logs/host.log
     ompi5_log=$logs/ompi5.log
-    DEVMEM_BUILD=$build DEVMEM_PREFIX=$prefix "$here/test/run-tests.sh" 2>&1 | tee "$host_log"
+    label=${DEVMEM_COUNTS_LABEL:-Open MPI $(ompi_version_of "$build")}
+    DEVMEM_COUNTS_LABEL=$label DEVMEM_BUILD=$build DEVMEM_PREFIX=$prefix \
+        "$here/test/run-tests.sh" 2>&1 | tee "$host_log"
     read -r p f s < <(counts_of "$host_log")
+    [ "$p" -gt 0 ] || f=$((f + 1))
+    if [ "${DEVMEM_OMPI5_LEG:-1}" = 0 ]; then # one leg of an outer check: its line says it all
+        [ "$f" -eq 0 ]
+        return
+    fi
     tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
-    local summary=("Open MPI $(ompi_version_of "$build") on this machine: $p passed, $f failed, $s skipped")
-    [ "$p" -gt 0 ] || tf=$((tf + 1))
 
-    if [ "${DEVMEM_OMPI5_LEG:-1}" != 0 ]; then
-        echo
-        echo "== the same tests against Open MPI 5 (Debian 13's packages, in a root of its own) =="
-        "$here/test/lib/ompi5-root.sh" run env DEVMEM_OMPI5_LEG=0 DEVMEM_OMPI_FREE_DONE=1 \
-            DEVMEM_BUILD="$here/build-ompi5" "$here/contrib/quickstart.sh" check 2>&1 |
-            tee "$ompi5_log"
-        rc=${PIPESTATUS[0]}
-        if [ "$rc" -eq 77 ]; then
-            ts=$((ts + 1))
-            summary+=("Open MPI 5 leg: SKIP: $(grep '^ompi5-root:' "$ompi5_log" | tail -n 1)")
-        else
-            read -r p f s < <(counts_of "$ompi5_log")
-            # a leg that failed before its tests ran (root, packages, build) counts as a failure
-            [ "$p" -gt 0 ] || [ "$rc" -eq 0 ] || f=$((f + 1))
-            tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
-            summary+=("Open MPI $(ompi_version_of "$here/build-ompi5") (Debian 13 root): $p passed, $f failed, $s skipped")
-        fi
+    echo
+    echo "== the same tests against Open MPI 5 (Debian 13's packages, in a root of its own) =="
+    "$here/test/lib/ompi5-root.sh" run env DEVMEM_OMPI5_LEG=0 DEVMEM_OMPI_FREE_DONE=1 \
+        DEVMEM_BUILD="$here/build-ompi5" DEVMEM_COUNTS_LABEL="Open MPI 5 (Debian 13 root)" \
+        "$here/contrib/quickstart.sh" check 2>&1 | tee "$ompi5_log"
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" -eq 77 ]; then
+        ts=$((ts + 1))
+        echo "Open MPI 5 (Debian 13 root): SKIP: $(grep '^ompi5-root:' "$ompi5_log" | tail -n 1)"
+    else
+        read -r p f s < <(counts_of "$ompi5_log")
+        # a leg that failed before its tests ran (root, packages, build) counts as a failure
+        [ "$p" -gt 0 ] || [ "$rc" -eq 0 ] || f=$((f + 1))
+        tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
     fi
     echo
-    printf '%s\n' "${summary[@]}"
     echo "$tp passed, $tf failed, $ts skipped"
     [ "$tf" -eq 0 ]
 }
@@ -217,7 +232,7 @@ check() {
 cmd=${1:-demo}
 case "$cmd" in
     demo)  quietly install install_deps; quietly build build_all; demo ;;
-    check) install_deps; build_all; check ;;
+    check) quietly install install_deps; quietly build build_all; check ;;
     build) install_deps; build_all ;;
     *) echo "usage: $0 demo|check|build" >&2; exit 2 ;;
 esac

@@ -151,7 +151,8 @@ if [ "$total" -eq 0 ]; then
 elif [ "$failed" -ne 0 ]; then
     echo "run-tests: failed: ${failed_names[*]}"
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
+# DEVMEM_COUNTS_LABEL: what these counts are of, when they are one leg of a larger check
+echo "${DEVMEM_COUNTS_LABEL:+$DEVMEM_COUNTS_LABEL: }$passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -ne 0 ] || [ "$total" -eq 0 ]; then
     exit 1
 fi

@@ -22,7 +22,7 @@ devmem_require_programs gpubuf
 probe="$DEVMEM_BUILD/test/unit/test_cuda"
 if [ -x "$probe" ]; then
     "$probe" >"$DEVMEM_TEST_TMP/gpu-probe.log" 2>&1
-    [ $? -eq 77 ] && devmem_skip "no NVIDIA GPU: $(grep -m1 SKIP "$DEVMEM_TEST_TMP/gpu-probe.log")"
+    [ $? -eq 77 ] && devmem_skip "no NVIDIA GPU: $(grep -m1 SKIP "$DEVMEM_TEST_TMP/gpu-probe.log" | sed 's/^SKIP:* *//')"
 elif ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
     devmem_skip "no NVIDIA driver (libcuda.so.1) on this machine"
 fi
