@@ -313,11 +313,14 @@ for setting in ${settings//,/ }; do
         for kind in ${kinds//,/ }; do
             for y in ${yields//,/ }; do
                 echo "bench: $setting rep $rep/$reps $kind yield=$y"
-                # each repetition starts one transport further on: no transport always
-                # runs first (after the last kind's runs) or last
-                local_n=${#mpi_transports[@]}
-                for i in $(seq 0 $((local_n - 1))); do
-                    run_mpi "$setting" "$y" "${mpi_transports[$(((i + rep) % local_n))]}" "$kind" "$rep"
+                # each repetition starts further on, by a stride that spreads every
+                # transport's place over the repetitions: none always runs first (after the
+                # last kind's runs) or late
+                ntr=${#mpi_transports[@]}
+                stride=$(((ntr + reps - 1) / reps))
+                for i in $(seq 0 $((ntr - 1))); do
+                    run_mpi "$setting" "$y" "${mpi_transports[$(((i + rep * stride) % ntr))]}" \
+                        "$kind" "$rep"
                 done
             done
             if [ "$kind" = lat ] || [ "$kind" = bw ]; then
