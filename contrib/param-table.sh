@@ -32,7 +32,7 @@ parsable=$(env $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/-u \1/p') \
 [ -n "$parsable" ] || { echo "param-table: ompi_info reports no btl devmem parameter" >&2; exit 2; }
 
 # The base BTL parameters (mca_btl_base_param_register), in any Open MPI series
-base='exclusivity|flags|atomic_flags|rndv_eager_limit|eager_limit|put_limit|put_alignment|get_limit|get_alignment|max_send_size|rdma_pipeline_send_length|rdma_pipeline_frag_size|min_rdma_pipeline_size|latency|bandwidth|accelerator_rdma_pipeline_send_length|accelerator_rdma_pipeline_frag_size|accelerator_min_rdma_pipeline_size'
+base='exclusivity|flags|atomic_flags|rndv_eager_limit|eager_limit|put_limit|put_alignment|get_limit|get_alignment|max_send_size|rdma_pipeline_send_length|rdma_pipeline_frag_size|min_rdma_pipeline_size|latency|bandwidth|accelerator_max_send_size|accelerator_rdma_pipeline_send_length|accelerator_rdma_pipeline_frag_size|accelerator_min_rdma_pipeline_size'
 
 # rows NAME<TAB>DEFAULT<TAB>LEVEL<TAB>HELP, in the order of registration
 rows() {
@@ -88,8 +88,8 @@ Level is Open MPI's info level: 1-3 for users, 4-6 for tuning, 7-9 for developer
 The parameters users set are listed in the README's "Running"; tuning.md says why each
 heuristic is kept.
 
-$((n_ours + n_base)) parameters: $n_ours of btl_devmem below, and $n_base that every BTL registers
-(Open MPI's documentation describes them):
+$((n_ours + n_base)) parameters: $n_ours of btl_devmem below, and $n_base that every BTL registers in Open
+MPI $(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v//p') (Open MPI's documentation describes them; 5.0 adds accelerator_max_send_size):
 $(theirs | sed 's/^btl_devmem_//' | paste -sd, - | sed 's/,/, /g').
 
 HEAD
