@@ -142,6 +142,7 @@ static int component_close(void)
     OBJ_DESTRUCT(&c->pending_accepts);
     OBJ_DESTRUCT(&c->procs);
     OBJ_DESTRUCT(&c->lock);
+    mca_btl_devmem_params_fini();
     opal_output_close(c->output);
 #ifdef DEVMEM_OMPI_COMMON_CUDA
     if (common_cuda_started) {

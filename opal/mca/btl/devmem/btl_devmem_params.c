@@ -347,10 +347,13 @@ static bool testing_set(mca_btl_devmem_component_t *c, const char *key, const ch
     return false;
 }
 
+/* btl_devmem_testing, cut into key=value strings: c->fault and c->topology point into it
+ * until the next parse or mca_btl_devmem_params_fini. */
+static char *testing_copy;
+
 /* btl_devmem_testing into the fields it sets; the defaults where it says nothing. */
 static int parse_testing(mca_btl_devmem_component_t *c)
 {
-    static char *copy; /* c->fault and c->topology point into it until the next parse */
     char *save = NULL, *item;
 
     c->fault = "";
@@ -364,15 +367,16 @@ static int parse_testing(mca_btl_devmem_component_t *c)
     c->poll_max = 16;
     c->write_chunk = -1;
     c->push_min = (int) MCA_BTL_DEVMEM_PUSH_MIN;
-    free(copy);
-    copy = NULL;
+    free(testing_copy);
+    testing_copy = NULL;
     if (NULL == c->testing || '\0' == c->testing[0]) {
         return OPAL_SUCCESS;
     }
-    if (NULL == (copy = strdup(c->testing))) {
+    if (NULL == (testing_copy = strdup(c->testing))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    for (item = strtok_r(copy, ",", &save); NULL != item; item = strtok_r(NULL, ",", &save)) {
+    for (item = strtok_r(testing_copy, ",", &save); NULL != item;
+         item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
 
         if (NULL != eq) {
@@ -415,4 +419,12 @@ int mca_btl_devmem_params_check(void)
         rc = parse_idle(&mca_btl_devmem_component);
     }
     return OPAL_SUCCESS == rc ? parse_testing(&mca_btl_devmem_component) : rc;
+}
+
+void mca_btl_devmem_params_fini(void)
+{
+    mca_btl_devmem_component.fault = "";
+    mca_btl_devmem_component.topology = "";
+    free(testing_copy);
+    testing_copy = NULL;
 }

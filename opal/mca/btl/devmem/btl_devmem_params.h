@@ -16,6 +16,9 @@ int mca_btl_devmem_params_register(void);
  * init: OPAL_SUCCESS, or OPAL_ERR_BAD_PARAM with the user told which. */
 int mca_btl_devmem_params_check(void);
 
+/* At close: what the check kept of btl_devmem_testing goes. */
+void mca_btl_devmem_params_fini(void);
+
 END_C_DECLS
 
 #endif /* MCA_BTL_DEVMEM_PARAMS_H */
