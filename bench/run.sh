@@ -113,7 +113,7 @@ echo "bench: results in $out"
     echo "# Open MPI $(ompi_info --version 2>/dev/null | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -n1),"\
         "btl_devmem $(git -C "$DEVMEM_SRC" describe --always --dirty 2>/dev/null)"
     echo "# reps=$reps scale=$scale limit=${limit}s sizes=$sizes transports=${mpi_transports[*]}"
-    # it decides how a large write leaves (btl_devmem_write_chunk): BBR paces it
+    # it decides how a large write leaves: BBR without an fq qdisc paces it
     echo "# TCP congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null)"\
         "(the namespaces inherit it), default qdisc $(cat /proc/sys/net/core/default_qdisc 2>/dev/null)"
 } >"$out/machine.txt"

@@ -266,6 +266,8 @@ typedef struct mca_btl_devmem_module_t {
     struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
     struct mca_btl_devmem_write_shape write; /* how queued frames become send calls */
     struct mca_btl_devmem_listener listener; /* control connections arrive here */
+    uint16_t prev_devflow_port;    /* an earlier life's device-flow port to take again, 0: any
+                                    * (btl_devmem_component.c, prev_record_read) */
     opal_list_t endpoints;
     opal_mutex_t lock;
     mca_btl_base_module_error_cb_fn_t error_cb;
@@ -289,7 +291,6 @@ int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
 /* During init: the port (devflow: the device-flow port) module m's record had when an earlier
  * life of this component in this process published it, for m to listen on again; 0 when
  * there was none or it named another address (btl_devmem_component.c, prev_record_read). */
-uint16_t mca_btl_devmem_prev_port(const mca_btl_devmem_module_t *m, bool devflow);
 
 
 END_C_DECLS

@@ -31,6 +31,7 @@
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
+#include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_rxthread.h"
 #include "btl_devmem_sock.h"
@@ -198,7 +199,9 @@ static bool prev_record_read(void)
     return true;
 }
 
-uint16_t mca_btl_devmem_prev_port(const mca_btl_devmem_module_t *m, bool devflow)
+/* The port module m listened on in an earlier life (its device-flow port with devflow), 0:
+ * none to take again. */
+static uint16_t prev_port(const mca_btl_devmem_module_t *m, bool devflow)
 {
     const mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     const struct mca_btl_devmem_modex_addr *a;
@@ -217,7 +220,7 @@ uint16_t mca_btl_devmem_prev_port(const mca_btl_devmem_module_t *m, bool devflow
 
 static int create_listener(mca_btl_devmem_module_t *m)
 {
-    uint16_t want = mca_btl_devmem_prev_port(m, false);
+    uint16_t want = prev_port(m, false);
     int rc = mca_btl_devmem_listen_socket(&m->itf, want, &m->listener.fd, &m->listener.port);
 
     if (0 != rc) {
@@ -374,6 +377,7 @@ static int create_modules(void)
             m->super.btl_bandwidth = mca_btl_devmem_module_template.super.btl_bandwidth / links;
             m->super.btl_latency = mca_btl_devmem_module_template.super.btl_latency * links;
             c->modules[c->num_modules++] = m;
+            m->prev_devflow_port = prev_port(m, true);
             if (0 != (rc = create_listener(m))) {
                 opal_output(0, "btl:devmem: cannot listen on %s (%s): %s", m->itf.name,
                             mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
@@ -388,6 +392,87 @@ static int create_modules(void)
     return OPAL_SUCCESS;
 }
 
+/* The endpoint's hooks (btl_devmem_endpoint.h): what the layers above it do with its
+ * connections. */
+static void ep_connected(mca_btl_devmem_endpoint_t *ep)
+{
+    mca_btl_devmem_devflow_start(ep); /* open the device-flow lanes */
+}
+
+static void ep_closing(mca_btl_devmem_endpoint_t *ep, bool orderly)
+{
+    mca_btl_devmem_devflow_close(ep, orderly);
+}
+
+static void ep_detached(mca_btl_devmem_endpoint_t *ep)
+{
+    mca_btl_devmem_push_in_reset(ep); /* pushes kept for that connection are gone with it */
+}
+
+static void ep_destructing(mca_btl_devmem_endpoint_t *ep)
+{
+    mca_btl_devmem_push_forget(ep);
+    mca_btl_devmem_devflow_free(ep);
+    mca_btl_devmem_push_in_reset(ep);
+}
+
+/* A PUSH's bytes are in place: a get that waited for them may be done. */
+static void ep_push_in_done(mca_btl_devmem_endpoint_t *ep)
+{
+    mca_btl_devmem_frag_t *get = mca_btl_devmem_push_rx_done(ep);
+
+    if (NULL != get) {
+        mca_btl_devmem_rdma_get_finish(ep, get);
+    }
+}
+
+/* A get request: answered on a device flow where the peer asked for one. */
+static void ep_get_req(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+{
+    if (h->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) {
+        (void) mca_btl_devmem_devflow_answer(ep, h);
+    } else {
+        (void) mca_btl_devmem_rdma_answer(ep, h);
+    }
+}
+
+static void ep_devflow(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
+{
+    (void) mca_btl_devmem_devflow_claim(ep, h);
+}
+
+static bool ep_is_device(const void *addr)
+{
+    return mca_btl_devmem_mem_is_device(addr, NULL);
+}
+
+static const struct mca_btl_devmem_endpoint_hooks ep_hooks = {
+    .connected = ep_connected,
+    .closing = ep_closing,
+    .detached = ep_detached,
+    .destructing = ep_destructing,
+    .placing_send = mca_btl_devmem_push_emit_locked,
+    .push_done = mca_btl_devmem_push_sent,
+    .admit_any = mca_btl_devmem_push_rx_admit,
+    .resp_admit = mca_btl_devmem_rdma_resp_admit,
+    .resp_dest = mca_btl_devmem_rdma_resp_dest,
+    .resp_done = mca_btl_devmem_rdma_resp_done,
+    .push_dest = mca_btl_devmem_push_rx_dest,
+    .push_in_done = ep_push_in_done,
+    .get_req = ep_get_req,
+    .devflow = ep_devflow,
+    .header_first = mca_btl_devmem_rdma_large_answer_due,
+    .is_device = ep_is_device,
+};
+
+/* Where gets may go besides the control connections: the device flows' lanes. */
+static const struct mca_btl_devmem_rdma_lanes rdma_lanes = {
+    .prepare = mca_btl_devmem_devflow_stripe_prepare,
+    .host_stays = mca_btl_devmem_devflow_host_stays,
+    .take = mca_btl_devmem_devflow_get,
+    .release = mca_btl_devmem_devflow_stripe_release,
+};
+
 static mca_btl_base_module_t **init_locked(int *num_btls)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -400,6 +485,9 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
     if (OPAL_SUCCESS != mca_btl_devmem_params_check()) {
         return NULL;
     }
+    mca_btl_devmem_endpoint_set_hooks(&ep_hooks);
+    mca_btl_devmem_rdma_set_lanes(&rdma_lanes);
+    mca_btl_devmem_frag_set_txmem_release(mca_btl_devmem_txmem_put);
     mca_btl_devmem_nofile_init();
     if (!prev_record_read()
         && sizeof(c->secret) != getrandom(&c->secret, sizeof(c->secret), 0)) {
@@ -416,7 +504,7 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         rc = OPAL_ERROR;
     }
     if (OPAL_SUCCESS == rc && OPAL_SUCCESS == (rc = create_modules())
-        && OPAL_SUCCESS == (rc = mca_btl_devmem_dev_init())) {
+        && OPAL_SUCCESS == (rc = mca_btl_devmem_dev_init(mca_btl_devmem_devflow_accepted))) {
         rc = publish_modex();
     }
     if (OPAL_SUCCESS == rc && c->rx_threads > 0 && NULL != mca_btl_devmem_dev_batch(&cap)) {

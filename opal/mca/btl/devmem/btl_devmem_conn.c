@@ -22,7 +22,6 @@
 #include "opal/util/proc.h"
 
 #include "btl_devmem_conn.h"
-#include "btl_devmem_devflow.h"
 #include "btl_devmem_sock.h"
 
 /* ---------------------------------------------------------------- states */
@@ -325,7 +324,9 @@ static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_lim
         mca_btl_devmem_endpoint_fail(ep, "cannot start the connection", -rc);
         return rc;
     }
-    mca_btl_devmem_devflow_start(ep);
+    if (NULL != mca_btl_devmem_endpoint_hooks.connected) {
+        mca_btl_devmem_endpoint_hooks.connected(ep);
+    }
     return 0;
 }
 

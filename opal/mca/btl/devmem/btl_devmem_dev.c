@@ -26,7 +26,6 @@
 #include "opal/util/show_help.h"
 
 #include "btl_devmem_dev.h"
-#include "btl_devmem_devflow.h"
 #include "btl_devmem_helper.h"
 #include "btl_devmem_near.h"
 #include "btl_devmem_sock.h"
@@ -50,6 +49,7 @@ static struct {
     bool batch_ready;
     bool enabled;
     bool via_helper; /* devmem-helperd makes the bindings and steering rules */
+    mca_btl_devmem_dev_accept_fn on_accept; /* the device-flow layer's, for accepted lanes */
 } dev_state;
 
 /* A reason, cut to the buffer: long kernel texts may lose their tail, never the process. */
@@ -130,12 +130,12 @@ struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id)
 
 static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, uint16_t port)
 {
-    mca_btl_devmem_devflow_accepted(arg, sd, addr, port);
+    dev_state.on_accept(arg, sd, addr, port);
 }
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    uint16_t want = mca_btl_devmem_prev_port(d->module, true);
+    uint16_t want = d->module->prev_devflow_port;
     int rc = dev_state.via_helper
                  ? mca_btl_devmem_helper_listen_socket(&d->module->itf, want, &d->listener.fd,
                                                        &d->listener.port)
@@ -641,7 +641,7 @@ static void show_help_local(const char *topic, ...)
     free(text);
 }
 
-int mca_btl_devmem_dev_init(void)
+int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     enum devmem_kernel_kind kind;
@@ -655,6 +655,7 @@ int mca_btl_devmem_dev_init(void)
     const char *best_if = NULL; /* the first NIC with a device path, on the best class */
 
     memset(&dev_state, 0, sizeof(dev_state));
+    dev_state.on_accept = on_accept;
     if (0 != parse_mode(c->mode, &dev_state.mode)) {
         show_help_local("bad devmem param", "btl_devmem_mode", c->mode, "auto, require or off");
         return OPAL_ERR_BAD_PARAM;

@@ -39,13 +39,20 @@ struct mca_btl_devmem_dev {
     struct mca_btl_devmem_listener listener;
 };
 
+/* What becomes of a connection accepted on a module's device-flow listen socket: the device
+ * flows' (a layer above, doc/design.md, Layers), handed in at init. */
+typedef void (*mca_btl_devmem_dev_accept_fn)(struct mca_btl_devmem_dev *dev, int sd,
+                                             const struct mca_btl_devmem_ip *addr,
+                                             uint16_t port);
+
 /*
  * After the modules exist and before the modex is published: read btl_devmem_mode and
  * btl_devmem_kernel, and give each module a device path where it works. auto: a module
  * where it does not stays on the host path, with the reason at verbosity 1; require: any
- * such module makes this fail with the reasons shown to the user. OPAL_SUCCESS or an error.
+ * such module makes this fail with the reasons shown to the user. Connections accepted on
+ * a device-flow listen socket go to on_accept. OPAL_SUCCESS or an error.
  */
-int mca_btl_devmem_dev_init(void);
+int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept);
 
 /* Undo every module's device path. Call after every device flow is closed (their tokens
  * point into the pools). */

@@ -28,6 +28,7 @@
 
 #include "btl_devmem_dev.h"
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_rdma.h"
 
 BEGIN_C_DECLS
 
@@ -42,19 +43,6 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
  * failed. */
 int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
                                  const struct mca_btl_devmem_hdr *h);
-
-/* Most chunks one get is cut into; a larger get takes larger chunks. */
-#define MCA_BTL_DEVMEM_STRIPE_MAX 64
-
-/* What striping one get needs, taken before its request's place on the wire is decided
- * (the allocations cannot fail under the endpoint's lock). */
-struct mca_btl_devmem_stripe {
-    unsigned int nchunks; /* chunks if several lanes are open at placement; 0: not cut */
-    size_t chunk;         /* bytes of each chunk but the last */
-    mca_btl_devmem_frag_t *chunks[MCA_BTL_DEVMEM_STRIPE_MAX]; /* CHUNK records, unused ones
-                                                               * freed by stripe_release */
-    unsigned int used;    /* records the placement took */
-};
 
 /* Before asking for a get of size bytes from ep: how it would be cut. Returns the inline
  * bytes its GET_REQ fragment needs for the further chunks' requests (0: not cut). */

@@ -30,11 +30,8 @@
 #include "opal/util/proc.h"
 
 #include "btl_devmem_endpoint.h"
-#include "btl_devmem_devflow.h"
 #include "btl_devmem_conn.h"
 #include "btl_devmem_progress.h"
-#include "btl_devmem_rdma.h"
-#include "btl_devmem_reg.h"
 #include "btl_devmem_watch.h"
 
 
@@ -65,16 +62,29 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->devflows = NULL;
 }
 
+struct mca_btl_devmem_endpoint_hooks mca_btl_devmem_endpoint_hooks;
+static int live_conns;
+
+void mca_btl_devmem_endpoint_set_hooks(const struct mca_btl_devmem_endpoint_hooks *hooks)
+{
+    mca_btl_devmem_endpoint_hooks = *hooks;
+}
+
+int mca_btl_devmem_endpoint_live(void)
+{
+    return __atomic_load_n(&live_conns, __ATOMIC_RELAXED);
+}
+
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
-    mca_btl_devmem_push_forget(ep);
+    if (NULL != mca_btl_devmem_endpoint_hooks.destructing) {
+        mca_btl_devmem_endpoint_hooks.destructing(ep);
+    }
     mca_btl_devmem_conn_fini(ep);
-    mca_btl_devmem_devflow_free(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
     }
     mca_btl_devmem_rxframe_fini(&ep->rx);
-    mca_btl_devmem_push_in_reset(ep);
     OBJ_DESTRUCT(&ep->lock);
     OBJ_DESTRUCT(&ep->send_queue);
     OBJ_DESTRUCT(&ep->pending_gets);
@@ -95,7 +105,7 @@ void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd)
     ep->sd = sd;
     mca_btl_devmem_watch_init(&ep->watch, sd, ep_cb, ep);
     if (!ep->conn_counted) {
-        mca_btl_devmem_progress_conn_up();
+        (void) __atomic_fetch_add(&live_conns, 1, __ATOMIC_RELAXED);
         ep->conn_counted = true;
     }
 }
@@ -117,7 +127,7 @@ void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
         mca_btl_devmem_progress_writer(false);
     }
     if (ep->conn_counted) {
-        mca_btl_devmem_progress_conn_down();
+        (void) __atomic_fetch_sub(&live_conns, 1, __ATOMIC_RELAXED);
         ep->conn_counted = false;
     }
     if (ep->sd >= 0) {
@@ -125,7 +135,9 @@ void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
         ep->sd = -1;
     }
     mca_btl_devmem_rxframe_reset(&ep->rx);
-    mca_btl_devmem_push_in_reset(ep);
+    if (NULL != mca_btl_devmem_endpoint_hooks.detached) {
+        mca_btl_devmem_endpoint_hooks.detached(ep);
+    }
     ep->reply_got = 0;
 }
 
@@ -186,7 +198,7 @@ static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *
             mca_btl_devmem_component.stats.tx_host += frag->payload;
         }
         if (MCA_BTL_DEVMEM_HDR_PUSH == frag->hdr.type) {
-            mca_btl_devmem_push_sent(ep, frag, status);
+            mca_btl_devmem_endpoint_hooks.push_done(ep, frag, status);
         }
         mca_btl_devmem_frag_return(frag);
         break;
@@ -282,7 +294,7 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     }
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
-    mca_btl_devmem_rdma_pending_take_all(ep, &doomed);
+    mca_btl_devmem_endpoint_pending_take_all(ep, &doomed);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
 
@@ -296,7 +308,9 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     }
     complete_list(ep, &doomed, OPAL_ERR_UNREACH);
     OBJ_DESTRUCT(&doomed);
-    mca_btl_devmem_devflow_close(ep, false);
+    if (NULL != mca_btl_devmem_endpoint_hooks.closing) {
+        mca_btl_devmem_endpoint_hooks.closing(ep, false);
+    }
 }
 
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
@@ -429,8 +443,9 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
         return rc;
     }
     /* an RGET header brings the first bytes of its data right behind it */
-    push = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind ? mca_btl_devmem_push_emit_locked(ep, frag)
-                                                  : NULL;
+    push = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind
+               ? mca_btl_devmem_endpoint_hooks.placing_send(ep, frag)
+               : NULL;
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECTED:
         mca_btl_devmem_progress_activity(); /* what we send may need the kernel's time */
@@ -542,7 +557,7 @@ static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_h
         proto_error(ep, "traffic after FIN", h);
         return -1;
     }
-    if (0 != (rc = mca_btl_devmem_push_rx_admit(ep, h, why, sizeof(why)))) {
+    if (0 != (rc = mca_btl_devmem_endpoint_hooks.admit_any(ep, h, why, sizeof(why)))) {
         if (-2 == rc) {
             mca_btl_devmem_endpoint_abort(ep, why);
         } else {
@@ -562,14 +577,14 @@ static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_h
             proto_error(ep, "put to a null address", h);
             return -1;
         }
-        if (mca_btl_devmem_mem_is_device((const void *) (uintptr_t) h->addr, NULL)) {
+        if (mca_btl_devmem_endpoint_hooks.is_device((const void *) (uintptr_t) h->addr)) {
             /* we never advertise PUT: no PML of ours sends one into device memory */
             proto_error(ep, "put into device memory", h);
             return -1;
         }
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        if (!mca_btl_devmem_rdma_resp_admit(ep, h)) {
+        if (!mca_btl_devmem_endpoint_hooks.resp_admit(ep, h)) {
             proto_error(ep, "get response matches no request", h);
             return -1;
         }
@@ -585,9 +600,9 @@ static char *rx_dest(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_
         return (char *) (uintptr_t) h->addr;
     }
     if (MCA_BTL_DEVMEM_HDR_PUSH == h->type) {
-        return mca_btl_devmem_push_rx_dest(ep);
+        return mca_btl_devmem_endpoint_hooks.push_dest(ep);
     }
-    return mca_btl_devmem_rdma_resp_dest(ep);
+    return mca_btl_devmem_endpoint_hooks.resp_dest(ep);
 }
 
 /* Every payload byte of an admitted frame is in place (a SEND's at `body`). */
@@ -602,26 +617,17 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         mca_btl_devmem_component.stats.rx_host += h->size;
         break;
     case MCA_BTL_DEVMEM_HDR_GET_REQ:
-        if (h->flags & MCA_BTL_DEVMEM_FLAG_DEVFLOW) {
-            (void) mca_btl_devmem_devflow_answer(ep, h);
-        } else {
-            (void) mca_btl_devmem_rdma_answer(ep, h);
-        }
+        mca_btl_devmem_endpoint_hooks.get_req(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:
-        (void) mca_btl_devmem_devflow_claim(ep, h);
+        mca_btl_devmem_endpoint_hooks.devflow(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:
-        mca_btl_devmem_rdma_resp_done(ep);
+        mca_btl_devmem_endpoint_hooks.resp_done(ep);
         break;
-    case MCA_BTL_DEVMEM_HDR_PUSH: {
-        mca_btl_devmem_frag_t *get = mca_btl_devmem_push_rx_done(ep);
-
-        if (NULL != get) {
-            mca_btl_devmem_rdma_get_finish(ep, get);
-        }
+    case MCA_BTL_DEVMEM_HDR_PUSH:
+        mca_btl_devmem_endpoint_hooks.push_in_done(ep);
         break;
-    }
     case MCA_BTL_DEVMEM_HDR_FIN:
         OPAL_THREAD_LOCK(&ep->lock);
         mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_SHUTDOWN, "the peer said FIN");
@@ -747,7 +753,7 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
         }
         /* one more small read per frame while a large answer is due, against a copy of
          * up to recv_buffer bytes of its payload out of the read-ahead */
-        ep->rx.hdr_first = mca_btl_devmem_rdma_large_answer_due(ep);
+        ep->rx.hdr_first = mca_btl_devmem_endpoint_hooks.header_first(ep);
         cnt = mca_btl_devmem_rxframe_iov(&ep->rx, iov);
         want = iov[0].iov_len + (2 == cnt ? iov[1].iov_len : 0);
         n = 1 == cnt ? recv(ep->sd, iov[0].iov_base, want, 0) : readv(ep->sd, iov, cnt);
@@ -863,7 +869,9 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&leftover, opal_list_get_end(&leftover), &ep->send_queue);
     OPAL_THREAD_UNLOCK(&ep->lock);
-    mca_btl_devmem_devflow_close(ep, true);
+    if (NULL != mca_btl_devmem_endpoint_hooks.closing) {
+        mca_btl_devmem_endpoint_hooks.closing(ep, true);
+    }
     /* written frags complete normally; anything never written fails quietly (finalize) */
     while (!opal_list_is_empty(&leftover)) {
         mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_remove_first(&leftover);

@@ -10,6 +10,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_progress.h"
 #include "btl_devmem_push.h"
 #include "btl_devmem_rxframe.h"
 #include "btl_devmem_watch.h"
@@ -38,7 +39,7 @@ struct mca_btl_base_endpoint_t {
     opal_event_t timer;            /* the timeout of a waiting state (btl_devmem_conn.c) */
     bool timer_armed;
     unsigned int conn_attempts;    /* connects made since the peer last answered */
-    bool conn_counted;             /* counted among the live connections (progress.c) */
+    bool conn_counted;             /* counted among the live connections */
     mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
 
     /* send side */
@@ -62,7 +63,7 @@ struct mca_btl_base_endpoint_t {
     char fail_why[256];
 
     /* gets waiting for their GET_RESP (and their push); changed only through
-     * mca_btl_devmem_rdma_pending_*, which keep the idle policy's count of them */
+     * mca_btl_devmem_endpoint_pending_*, which keep the idle policy's count of them */
     opal_list_t pending_gets;
     uint64_t next_get_id;
 
@@ -128,6 +129,47 @@ void mca_btl_devmem_endpoint_complete(mca_btl_devmem_endpoint_t *ep,
 /* Orderly shutdown: send FIN, flush what we can, close. */
 void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
 
+/* What the layers above the endpoint (get and put, pushes, device flows) do with its
+ * connections and frames: the component registers them once at init, before any endpoint
+ * exists, so that neither the endpoint nor the connection manager calls up (doc/design.md,
+ * Layers). Frames of the endpoint's own (SEND, PUT, FIN) it handles itself. */
+struct mca_btl_devmem_endpoint_hooks {
+    /* a connection: handshake done; failed or shut down; socket dropped; object gone */
+    void (*connected)(mca_btl_devmem_endpoint_t *ep);
+    void (*closing)(mca_btl_devmem_endpoint_t *ep, bool orderly);
+    void (*detached)(mca_btl_devmem_endpoint_t *ep);
+    void (*destructing)(mca_btl_devmem_endpoint_t *ep);
+
+    /* sending, under ep->lock: SEND frame frag takes its place on the wire (a PUSH frame to
+     * queue right behind it, or NULL); a PUSH frame is done with (written or failed) */
+    mca_btl_devmem_frag_t *(*placing_send)(mca_btl_devmem_endpoint_t *ep,
+                                           mca_btl_devmem_frag_t *frag);
+    void (*push_done)(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status);
+
+    /* receiving. Every frame first: 0, or why it must not come here (-1: a protocol error,
+     * -2: abort the connection). Then by type: GET_RESP admitted, placed, done; PUSH
+     * placed, done; GET_REQ and DEVFLOW done. Whether the next frames should be read header
+     * first (a large answer is due); whether an address is device memory (no PUT there). */
+    int (*admit_any)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h,
+                     char *why, size_t len);
+    bool (*resp_admit)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h);
+    char *(*resp_dest)(mca_btl_devmem_endpoint_t *ep);
+    void (*resp_done)(mca_btl_devmem_endpoint_t *ep);
+    char *(*push_dest)(mca_btl_devmem_endpoint_t *ep);
+    void (*push_in_done)(mca_btl_devmem_endpoint_t *ep);
+    void (*get_req)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h);
+    void (*devflow)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h);
+    bool (*header_first)(mca_btl_devmem_endpoint_t *ep);
+    bool (*is_device)(const void *addr);
+};
+void mca_btl_devmem_endpoint_set_hooks(const struct mca_btl_devmem_endpoint_hooks *hooks);
+
+/* For btl_devmem_conn.c: the hooks above. */
+extern struct mca_btl_devmem_endpoint_hooks mca_btl_devmem_endpoint_hooks;
+
+/* Connections whose events are polled now: the idle policy yields only while some are. */
+int mca_btl_devmem_endpoint_live(void);
+
 /* For btl_devmem_conn.c: take sd as the connection (counted among the live ones), and
  * drop it again (events off, socket closed, receive state reset; the state is the
  * caller's to set). Called with ep->lock held. */
@@ -137,6 +179,31 @@ void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep);
 /* For btl_devmem_conn.c: write what the queue holds (called with ep->lock held, returns with
  * it dropped), completing what was written. 0, or -errno: the caller fails ep. */
 int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep);
+
+/* ep->pending_gets, the gets asked and not yet answered, changes only through these (under
+ * ep->lock), which keep the count the idle policy reads (mca_btl_devmem_progress_gets) in
+ * step with the list. */
+static inline void mca_btl_devmem_endpoint_pending_add(mca_btl_devmem_endpoint_t *ep,
+                                                   mca_btl_devmem_frag_t *get)
+{
+    opal_list_append(&ep->pending_gets, &get->base.super.super);
+    mca_btl_devmem_progress_gets(1);
+}
+
+static inline void mca_btl_devmem_endpoint_pending_remove(mca_btl_devmem_endpoint_t *ep,
+                                                      mca_btl_devmem_frag_t *get)
+{
+    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
+    mca_btl_devmem_progress_gets(-1);
+}
+
+/* All of them, moved to the end of into (a failed connection's). */
+static inline void mca_btl_devmem_endpoint_pending_take_all(mca_btl_devmem_endpoint_t *ep,
+                                                        opal_list_t *into)
+{
+    mca_btl_devmem_progress_gets(-(int) opal_list_get_size(&ep->pending_gets));
+    opal_list_join(into, opal_list_get_end(into), &ep->pending_gets);
+}
 
 /* The peer's host name, for messages. */
 const char *mca_btl_devmem_endpoint_peer_host(const mca_btl_devmem_endpoint_t *ep);

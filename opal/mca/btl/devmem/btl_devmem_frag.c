@@ -7,7 +7,6 @@
 
 #include "btl_devmem_frag.h"
 #include "btl_devmem_fault.h"
-#include "btl_devmem_reg.h"
 #include "btl_devmem_tsan.h"
 
 #include <errno.h>
@@ -37,6 +36,14 @@ OBJ_CLASS_INSTANCE(mca_btl_devmem_frag_t, mca_btl_base_descriptor_t, frag_constr
 static size_t eager_capacity;
 static size_t max_capacity;
 static bool lists_ready;
+
+/* Gives back the TX memory a fragment held (the registration cache's, a layer above). */
+static void (*txmem_release)(struct mca_btl_devmem_txmem *t);
+
+void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem_txmem *t))
+{
+    txmem_release = release;
+}
 
 /* Fragments a free list starts with and grows by; it has no upper bound (a rank's
  * fragments in flight are bounded by its peers' sends, as in btl/tcp's defaults). */
@@ -147,8 +154,10 @@ void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag)
 
     free(frag->stage);
     frag->stage = NULL;
-    mca_btl_devmem_txmem_put(frag->txmem);
-    frag->txmem = NULL;
+    if (NULL != frag->txmem) {
+        txmem_release(frag->txmem);
+        frag->txmem = NULL;
+    }
     list = frag->list; /* the next owner may rewrite it once given */
     MCA_BTL_DEVMEM_HANDOFF_GIVEN(frag);
     opal_free_list_return(list, &frag->base.super);

@@ -78,7 +78,10 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc(size_t payload);
 /* Take a fragment with no inline space, for data that stays in the caller's memory. */
 mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
 
+/* Back to its free list; TX memory it held goes back through the release function the
+ * registration cache set (a layer above: doc/design.md, Layers). */
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
+void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem_txmem *t));
 
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);

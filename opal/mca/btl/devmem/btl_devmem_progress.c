@@ -14,12 +14,11 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/proc.h"
 
-/* The idle policy's state below is the dispatch lock's (btl_devmem_watch.h); live_conns and
- * the activity count change in any thread: atomics. */
+/* The idle policy's state below is the dispatch lock's (btl_devmem_watch.h); the activity
+ * count and the endpoints' count of live connections change in any thread: atomics. */
 static uint64_t seen_activity;
 static uint64_t quiet_since_ns; /* 0: there was activity at the last call */
 static bool window_wait;        /* the current wait began inside a window of transfers */
-static int live_conns;
 static struct mca_btl_devmem_waitway way;
 static bool way_ready;
 
@@ -54,16 +53,6 @@ static bool core_contended(uint64_t now)
         last_nivcsw = ru.ru_nivcsw;
     }
     return now < contended_until_ns;
-}
-
-void mca_btl_devmem_progress_conn_up(void)
-{
-    (void) __atomic_fetch_add(&live_conns, 1, __ATOMIC_RELAXED);
-}
-
-void mca_btl_devmem_progress_conn_down(void)
-{
-    (void) __atomic_fetch_sub(&live_conns, 1, __ATOMIC_RELAXED);
 }
 
 static uint64_t now_ns(void)
@@ -324,7 +313,7 @@ int mca_btl_devmem_progress(void)
     /* with no connection of ours (say every peer on shared memory), a syscall per progress
      * call would only slow the others: the 10 ms tick serves listen sockets, as libevent did.
      * Another thread in here (or this one, from a callback) is doing the work already. */
-    if (__atomic_load_n(&live_conns, __ATOMIC_RELAXED) <= 0) {
+    if (mca_btl_devmem_endpoint_live() <= 0) {
         return 0;
     }
     if (!mca_btl_devmem_dispatch_trylock()) {

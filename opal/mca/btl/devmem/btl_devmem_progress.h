@@ -75,10 +75,6 @@ static inline void mca_btl_devmem_progress_writer(bool blocked)
                               __ATOMIC_RELAXED);
 }
 
-/* A connection's events start or stop being polled: yields only happen while some are. */
-void mca_btl_devmem_progress_conn_up(void);
-void mca_btl_devmem_progress_conn_down(void);
-
 /* The component's btl_progress: registered by the BML, run at every opal_progress. Polls
  * our sockets (btl_devmem_watch.h), then yields or sleeps as above; in one thread at a time
  * (the dispatch lock, taken with a try-lock: the others return at once). */

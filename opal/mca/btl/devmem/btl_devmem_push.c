@@ -299,7 +299,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep
     slot_clear(&in->cur);
     get->push_pending = false;
     if (get->resp_done) {
-        mca_btl_devmem_rdma_pending_remove(ep, get);
+        mca_btl_devmem_endpoint_pending_remove(ep, get);
         done = get;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 
 #include "btl_devmem_rdma.h"
-#include "btl_devmem_devflow.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_reg.h"
 
@@ -79,14 +78,21 @@ struct get_ask {
     bool placed; /* the get is registered: it will complete, even if the send fails */
 };
 
+static struct mca_btl_devmem_rdma_lanes lanes;
+
+void mca_btl_devmem_rdma_set_lanes(const struct mca_btl_devmem_rdma_lanes *l)
+{
+    lanes = *l;
+}
+
 static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req, void *arg)
 {
     struct get_ask *ask = arg;
     mca_btl_devmem_frag_t *get = ask->get;
-    bool host_stays = mca_btl_devmem_devflow_host_stays(ep, get);
+    bool host_stays = lanes.host_stays(ep, get);
 
     get->hdr.id = req->hdr.id = ep->next_get_id++;
-    if (!host_stays && mca_btl_devmem_devflow_get(ep, get, req, &ask->stripe)) {
+    if (!host_stays && lanes.take(ep, get, req, &ask->stripe)) {
         /* req now asks for it on the device flows */
     } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
@@ -100,7 +106,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         get->hdr.size -= pushed;
         req->hdr.addr += pushed;
         req->hdr.size -= pushed;
-        mca_btl_devmem_rdma_pending_add(ep, get);
+        mca_btl_devmem_endpoint_pending_add(ep, get);
         if (host_stays) {
             mca_btl_devmem_component.stats.host_gets_control++;
         } else if (NULL != ep->module->dev) {
@@ -133,9 +139,9 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     ask.remote = remote_handle;
     ask.placed = false;
     get = mca_btl_devmem_frag_alloc_user();
-    req = mca_btl_devmem_frag_alloc(mca_btl_devmem_devflow_stripe_prepare(ep, size, &ask.stripe));
+    req = mca_btl_devmem_frag_alloc(lanes.prepare(ep, size, &ask.stripe));
     if (NULL == get || NULL == req) {
-        mca_btl_devmem_devflow_stripe_release(&ask.stripe);
+        lanes.release(&ask.stripe);
         if (NULL != get) {
             mca_btl_devmem_frag_return(get);
         }
@@ -163,7 +169,7 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
 
     rc = mca_btl_devmem_endpoint_send_placed(ep, req, get_placed, &ask);
-    mca_btl_devmem_devflow_stripe_release(&ask.stripe); /* the chunks it did not take */
+    lanes.release(&ask.stripe); /* the chunks it did not take */
     if (OPAL_SUCCESS != rc && !ask.placed) {
         /* never asked: the PML still owns the get */
         mca_btl_devmem_frag_return(get);
@@ -301,7 +307,7 @@ void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
-    mca_btl_devmem_rdma_pending_remove(ep, get);
+    mca_btl_devmem_endpoint_pending_remove(ep, get);
     OPAL_THREAD_UNLOCK(&ep->lock);
     mca_btl_devmem_rdma_get_finish(ep, get);
 }

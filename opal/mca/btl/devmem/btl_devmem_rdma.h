@@ -13,30 +13,35 @@
 
 BEGIN_C_DECLS
 
-/* ep->pending_gets, the gets asked and not yet answered, changes only through these (under
- * ep->lock), which keep the count the idle policy reads (mca_btl_devmem_progress_gets) in
- * step with the list. */
-static inline void mca_btl_devmem_rdma_pending_add(mca_btl_devmem_endpoint_t *ep,
-                                                   mca_btl_devmem_frag_t *get)
-{
-    opal_list_append(&ep->pending_gets, &get->base.super.super);
-    mca_btl_devmem_progress_gets(1);
-}
+/* Most chunks one get is cut into; a larger get takes larger chunks. */
+#define MCA_BTL_DEVMEM_STRIPE_MAX 64
 
-static inline void mca_btl_devmem_rdma_pending_remove(mca_btl_devmem_endpoint_t *ep,
-                                                      mca_btl_devmem_frag_t *get)
-{
-    opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
-    mca_btl_devmem_progress_gets(-1);
-}
+/* What striping one get needs, taken before its request's place on the wire is decided
+ * (the allocations cannot fail under the endpoint's lock). */
+struct mca_btl_devmem_stripe {
+    unsigned int nchunks; /* chunks if several lanes are open at placement; 0: not cut */
+    size_t chunk;         /* bytes of each chunk but the last */
+    mca_btl_devmem_frag_t *chunks[MCA_BTL_DEVMEM_STRIPE_MAX]; /* CHUNK records, unused ones
+                                                               * freed by stripe_release */
+    unsigned int used;    /* records the placement took */
+};
 
-/* All of them, moved to the end of into (a failed connection's). */
-static inline void mca_btl_devmem_rdma_pending_take_all(mca_btl_devmem_endpoint_t *ep,
-                                                        opal_list_t *into)
-{
-    mca_btl_devmem_progress_gets(-(int) opal_list_get_size(&ep->pending_gets));
-    opal_list_join(into, opal_list_get_end(into), &ep->pending_gets);
-}
+/* Where a get may go besides the control connection: the device flows' lanes, a layer above
+ * (doc/design.md, Layers), registered by the component at init. prepare: before asking for
+ * a get of size bytes from ep, how it would be cut (the inline bytes its GET_REQ needs for
+ * the further chunks' requests, 0: not cut); host_stays: whether get belongs on the control
+ * connection whatever the lanes; take: under ep's lock as the GET_REQ req is placed, take
+ * get onto the lanes (req then asks for it there), or false; release: give back what
+ * stripe holds and the placement did not take. */
+struct mca_btl_devmem_rdma_lanes {
+    size_t (*prepare)(mca_btl_devmem_endpoint_t *ep, size_t size,
+                      struct mca_btl_devmem_stripe *stripe);
+    bool (*host_stays)(const mca_btl_devmem_endpoint_t *ep, const mca_btl_devmem_frag_t *get);
+    bool (*take)(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
+                 mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe);
+    void (*release)(struct mca_btl_devmem_stripe *stripe);
+};
+void mca_btl_devmem_rdma_set_lanes(const struct mca_btl_devmem_rdma_lanes *lanes);
 
 /* btl_put and btl_get of the module table. */
 int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
