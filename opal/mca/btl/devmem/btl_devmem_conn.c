@@ -324,9 +324,7 @@ static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_lim
         mca_btl_devmem_endpoint_fail(ep, "cannot start the connection", -rc);
         return rc;
     }
-    if (NULL != mca_btl_devmem_endpoint_hooks.connected) {
-        mca_btl_devmem_endpoint_hooks.connected(ep);
-    }
+    mca_btl_devmem_endpoint_hooks.connected(ep);
     return 0;
 }
 

@@ -77,9 +77,7 @@ int mca_btl_devmem_endpoint_live(void)
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
-    if (NULL != mca_btl_devmem_endpoint_hooks.destructing) {
-        mca_btl_devmem_endpoint_hooks.destructing(ep);
-    }
+    mca_btl_devmem_endpoint_hooks.destructing(ep);
     mca_btl_devmem_conn_fini(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
@@ -135,9 +133,7 @@ void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
         ep->sd = -1;
     }
     mca_btl_devmem_rxframe_reset(&ep->rx);
-    if (NULL != mca_btl_devmem_endpoint_hooks.detached) {
-        mca_btl_devmem_endpoint_hooks.detached(ep);
-    }
+    mca_btl_devmem_endpoint_hooks.detached(ep);
     ep->reply_got = 0;
 }
 
@@ -308,9 +304,7 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     }
     complete_list(ep, &doomed, OPAL_ERR_UNREACH);
     OBJ_DESTRUCT(&doomed);
-    if (NULL != mca_btl_devmem_endpoint_hooks.closing) {
-        mca_btl_devmem_endpoint_hooks.closing(ep, false);
-    }
+    mca_btl_devmem_endpoint_hooks.closing(ep, false);
 }
 
 void mca_btl_devmem_endpoint_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err)
@@ -869,9 +863,7 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&leftover, opal_list_get_end(&leftover), &ep->send_queue);
     OPAL_THREAD_UNLOCK(&ep->lock);
-    if (NULL != mca_btl_devmem_endpoint_hooks.closing) {
-        mca_btl_devmem_endpoint_hooks.closing(ep, true);
-    }
+    mca_btl_devmem_endpoint_hooks.closing(ep, true);
     /* written frags complete normally; anything never written fails quietly (finalize) */
     while (!opal_list_is_empty(&leftover)) {
         mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_remove_first(&leftover);

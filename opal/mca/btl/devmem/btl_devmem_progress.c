@@ -22,13 +22,6 @@ static bool window_wait;        /* the current wait began inside a window of tra
 static struct mca_btl_devmem_waitway way;
 static bool way_ready;
 
-/*
- * Whether another task wants our core. The kernel counts the times it took the CPU from us
- * while we could still run (ru_nivcsw): a tick preempting us for another task, or one of our
- * own yields that did hand the core over. While that count moves, we yield when quiet; once
- * it has stood still for CONTENDED_NS, nobody is waiting for our core and we spin, since
- * yielding there only invites the scheduler to pack two ranks on one core.
- */
 /* The policy's times (btl_devmem_idle adaptive): quiet before a contended rank yields, the
  * longest sleep on the sockets, and how long a rank bound to one CPU spins where spinning
  * won. */
@@ -36,6 +29,13 @@ static bool way_ready;
 #define IDLE_BLOCK_US 1000
 #define IDLE_SPIN_NS 500000ull
 
+/*
+ * Whether another task wants our core. The kernel counts the times it took the CPU from us
+ * while we could still run (ru_nivcsw): a tick preempting us for another task, or one of our
+ * own yields that did hand the core over. While that count moves, we yield when quiet; once
+ * it has stood still for CONTENDED_NS, nobody is waiting for our core and we spin, since
+ * yielding there only invites the scheduler to pack two ranks on one core.
+ */
 #define CHECK_EVERY_NS 1000000ull  /* getrusage at most every millisecond of quiet */
 #define CONTENDED_NS 200000000ull  /* a preemption keeps us yielding this long */
 static uint64_t last_check_ns, contended_until_ns;
@@ -175,7 +175,7 @@ static uint64_t spin_cpu_mark_ns; /* this wait's CPU time when it passed the wal
 
 static bool spun_enough(uint64_t now)
 {
-    uint64_t spin_ns = IDLE_SPIN_NS;
+    const uint64_t spin_ns = IDLE_SPIN_NS;
     struct timespec ts;
     uint64_t cpu_ns;
 
