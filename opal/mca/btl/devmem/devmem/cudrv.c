@@ -9,6 +9,7 @@
 #endif
 
 #include "cudrv.h"
+#include "cudrv_ptx.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -49,69 +50,37 @@ typedef unsigned long long cu_deviceptr;
 #define DEVMEM_CUDA_MAX_DEVICES 64
 /* Passed fences kept for reuse per device (cuEventCreate is not free). */
 #define FENCES_KEPT 64
+#define CU_MEMHOSTALLOC_PORTABLE 1
+#define CU_MEMHOSTALLOC_DEVICEMAP 2
+#define CU_JIT_ERROR_LOG_BUFFER 5
+#define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CU_MEM_LOCATION_TYPE_DEVICE 1
+#define CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 1
+/* Piece arrays in mapped host memory, one per launch in flight (the mapped kernel way). */
+#define MAPPED_SLOTS 16
 
-/*
- * The gather kernel: block b copies piece b of an array of {dst, src, len} (24 bytes each);
- * its threads stride through the piece 16 bytes at a time when dst, src and len are all
- * 16-byte aligned, else byte by byte (neighbouring threads touch neighbouring bytes, so the
- * accesses still coalesce). Written in PTX so that no CUDA compiler is needed to build; the
- * driver compiles it for the GPU at hand. ISA 6.0 / sm_50 keeps every driver since CUDA 9.
- */
-static const char gather_ptx[] =
-    ".version 6.0\n"
-    ".target sm_50\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry devmem_gather(.param .u64 p_ops, .param .u32 p_n)\n"
-    "{\n"
-    "  .reg .pred %p<4>;\n"
-    "  .reg .b32 %r<10>;\n"
-    "  .reg .b64 %rd<14>;\n"
-    "  ld.param.u64 %rd1, [p_ops];\n"
-    "  ld.param.u32 %r1, [p_n];\n"
-    "  mov.u32 %r2, %ctaid.x;\n"
-    "  setp.ge.u32 %p1, %r2, %r1;\n"
-    "  @%p1 bra DONE;\n"
-    "  cvta.to.global.u64 %rd1, %rd1;\n"
-    "  mul.wide.u32 %rd2, %r2, 24;\n"
-    "  add.s64 %rd2, %rd1, %rd2;\n"
-    "  ld.global.u64 %rd3, [%rd2];\n"
-    "  ld.global.u64 %rd4, [%rd2+8];\n"
-    "  ld.global.u64 %rd5, [%rd2+16];\n"
-    "  cvta.to.global.u64 %rd3, %rd3;\n"
-    "  cvta.to.global.u64 %rd4, %rd4;\n"
-    "  mov.u32 %r3, %tid.x;\n"
-    "  mov.u32 %r4, %ntid.x;\n"
-    "  cvt.u64.u32 %rd6, %r3;\n"
-    "  cvt.u64.u32 %rd7, %r4;\n"
-    "  or.b64 %rd8, %rd3, %rd4;\n"
-    "  or.b64 %rd8, %rd8, %rd5;\n"
-    "  and.b64 %rd8, %rd8, 15;\n"
-    "  setp.ne.s64 %p2, %rd8, 0;\n"
-    "  @%p2 bra BYTES;\n"
-    "  shr.u64 %rd9, %rd5, 4;\n"
-    "VEC:\n"
-    "  setp.ge.u64 %p3, %rd6, %rd9;\n"
-    "  @%p3 bra DONE;\n"
-    "  shl.b64 %rd10, %rd6, 4;\n"
-    "  add.s64 %rd11, %rd4, %rd10;\n"
-    "  add.s64 %rd12, %rd3, %rd10;\n"
-    "  ld.global.v4.u32 {%r5, %r6, %r7, %r8}, [%rd11];\n"
-    "  st.global.v4.u32 [%rd12], {%r5, %r6, %r7, %r8};\n"
-    "  add.s64 %rd6, %rd6, %rd7;\n"
-    "  bra VEC;\n"
-    "BYTES:\n"
-    "  setp.ge.u64 %p3, %rd6, %rd5;\n"
-    "  @%p3 bra DONE;\n"
-    "  add.s64 %rd11, %rd4, %rd6;\n"
-    "  add.s64 %rd12, %rd3, %rd6;\n"
-    "  ld.global.u8 %r5, [%rd11];\n"
-    "  st.global.u8 [%rd12], %r5;\n"
-    "  add.s64 %rd6, %rd6, %rd7;\n"
-    "  bra BYTES;\n"
-    "DONE:\n"
-    "  ret;\n"
-    "}\n";
+/* cuMemcpyBatchAsync's per-copy attributes (CUDA 12.8+). */
+struct cu_mem_location {
+    int type;
+    int id;
+};
+struct cu_memcpy_attributes {
+    int src_access_order;
+    struct cu_mem_location src_hint, dst_hint;
+    unsigned int flags;
+};
+_Static_assert(sizeof(struct cu_memcpy_attributes) == 24
+                   && offsetof(struct cu_memcpy_attributes, flags) == 20,
+               "CUmemcpyAttributes' layout");
+
+/* A piece array in pinned host memory the GPU reads over the bus; reusable once `done`,
+ * recorded after the launch that reads it, has passed. */
+struct mapped_slot {
+    struct devmem_copy *host;
+    cu_deviceptr dev;
+    size_t cap;
+    cu_event done; /* NULL: never launched */
+};
 
 #define GATHER_THREADS 256
 
@@ -126,6 +95,10 @@ struct cuda_dev {
     size_t ops_cap;    /* pieces it holds */
     cu_event spare[FENCES_KEPT]; /* passed fences, for the next ones */
     size_t nspare;
+    struct mapped_slot mapped[MAPPED_SLOTS]; /* the mapped kernel way's piece arrays */
+    size_t mapped_next;
+    cu_deviceptr *batch_ptrs; /* the batch way's dsts then srcs, and sizes */
+    size_t *batch_sizes, batch_cap;
 };
 
 static struct {
@@ -163,6 +136,20 @@ static struct {
     cu_result (*pointer_get_attributes)(unsigned int, int *, void **, cu_deviceptr);
     cu_result (*get_handle)(void *, cu_deviceptr, size_t, int, unsigned long long);
     cu_result (*get_error_string)(cu_result, const char **);
+    /* optional: the other ways to gather, and the persistent gather */
+    cu_result (*module_load_data_ex)(cu_module *, const void *, unsigned int, int *, void **);
+    cu_result (*mem_host_alloc)(void **, size_t, unsigned int);
+    cu_result (*mem_free_host)(void *);
+    cu_result (*mem_host_get_device_pointer)(cu_deviceptr *, void *, unsigned int);
+    cu_result (*stream_query)(cu_stream);
+    cu_result (*stream_destroy)(cu_stream);
+    cu_result (*module_unload)(cu_module);
+    /* CUDA 13 (_v2) and 12.8 (one more argument, failIdx, before the stream) */
+    cu_result (*memcpy_batch_v2)(cu_deviceptr *, cu_deviceptr *, size_t *, size_t,
+                                 struct cu_memcpy_attributes *, size_t *, size_t, cu_stream);
+    cu_result (*memcpy_batch_v1)(cu_deviceptr *, cu_deviceptr *, size_t *, size_t,
+                                 struct cu_memcpy_attributes *, size_t *, size_t, size_t *,
+                                 cu_stream);
     struct cuda_dev dev[DEVMEM_CUDA_MAX_DEVICES];
 } cuda;
 
@@ -225,6 +212,17 @@ static int cuda_syms(void)
         /* CUDA 11.7 on: without it there is no device path, but pointers must still be
          * told apart, or device buffers would be read as host memory */
         { offsetof(__typeof__(cuda), get_handle), "cuMemGetHandleForAddressRange", true },
+#define OPT(field, name) { offsetof(__typeof__(cuda), field), name, true }
+        OPT(module_load_data_ex, "cuModuleLoadDataEx"),
+        OPT(mem_host_alloc, "cuMemHostAlloc"),
+        OPT(mem_free_host, "cuMemFreeHost"),
+        OPT(mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2"),
+        OPT(stream_query, "cuStreamQuery"),
+        OPT(stream_destroy, "cuStreamDestroy_v2"),
+        OPT(module_unload, "cuModuleUnload"),
+        OPT(memcpy_batch_v2, "cuMemcpyBatchAsync_v2"),
+        OPT(memcpy_batch_v1, "cuMemcpyBatchAsync"),
+#undef OPT
 #undef SYM
     };
 
@@ -620,11 +618,98 @@ int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
     return rc;
 }
 
-/* The stream, and for dev_to_dev the kernel and room for n pieces, of device d. */
+/* The way device-to-device gathers of more than one piece go (devmem_cuda_set_way). */
+static int gather_way = DEVMEM_CUDA_WAY_DEFAULT;
+
+static const char *const way_names[DEVMEM_CUDA_WAYS] = {
+    [DEVMEM_CUDA_WAY_KERNEL] = "kernel",
+    [DEVMEM_CUDA_WAY_KERNEL_MAPPED] = "kernel-mapped",
+    [DEVMEM_CUDA_WAY_BATCH] = "batch",
+    [DEVMEM_CUDA_WAY_MEMCPY] = "memcpy",
+};
+
+const char *devmem_cuda_way_name(int way)
+{
+    return way >= 0 && way < DEVMEM_CUDA_WAYS ? way_names[way] : "?";
+}
+
+int devmem_cuda_way_by_name(const char *name)
+{
+    for (int w = 0; w < DEVMEM_CUDA_WAYS; w++) {
+        if (0 == strcmp(name, way_names[w])) {
+            return w;
+        }
+    }
+    return -1;
+}
+
+int devmem_cuda_set_way(int way, struct devmem_err *err)
+{
+    int rc = devmem_cuda_load(err);
+
+    if (0 != rc) {
+        return rc;
+    }
+    if (way < 0 || way >= DEVMEM_CUDA_WAYS) {
+        return devmem_err_set(err, EINVAL, "cuda: no gather way %d", way);
+    }
+    if (DEVMEM_CUDA_WAY_KERNEL_MAPPED == way
+        && (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer)) {
+        return devmem_err_set(err, EOPNOTSUPP, "cuda: the driver lacks cuMemHostAlloc or "
+                              "cuMemHostGetDevicePointer: no gather from mapped host memory");
+    }
+    if (DEVMEM_CUDA_WAY_BATCH == way && NULL == cuda.memcpy_batch_v2
+        && NULL == cuda.memcpy_batch_v1) {
+        return devmem_err_set(err, EOPNOTSUPP, "cuda: the driver lacks cuMemcpyBatchAsync "
+                              "(CUDA 12.8 or later)");
+    }
+    __atomic_store_n(&gather_way, way, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int devmem_cuda_get_way(void)
+{
+    int way = __atomic_load_n(&gather_way, __ATOMIC_RELAXED);
+
+    /* the default on a driver without mapped host memory: the upload */
+    if (DEVMEM_CUDA_WAY_KERNEL_MAPPED == way
+        && (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer)) {
+        way = DEVMEM_CUDA_WAY_KERNEL;
+    }
+    return way;
+}
+
+/* Load a PTX module; what the driver's compiler said goes into err when it refuses. */
+static int load_module(cu_module *module, cu_function *fn, const char *ptx, const char *name,
+                       struct devmem_err *err)
+{
+    char log[1024] = "";
+    int opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[] = {log, (void *) (uintptr_t) sizeof(log)};
+    cu_result res;
+
+    res = NULL != cuda.module_load_data_ex
+              ? cuda.module_load_data_ex(module, ptx, 2, opts, vals)
+              : cuda.module_load_data(module, ptx);
+    if (CU_SUCCESS == res) {
+        res = cuda.module_get_function(fn, *module, name);
+    }
+    if (CU_SUCCESS != res) {
+        *fn = NULL;
+        log[sizeof(log) - 1] = '\0';
+        return devmem_err_set(err, EIO, "cuda: loading the %s kernel: %s%s%s", name,
+                              cu_str(res), log[0] ? ": " : "", log);
+    }
+    return 0;
+}
+
+/* The stream, and for dev_to_dev what the current way needs for n pieces, of device d. */
 static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
 {
     struct cuda_dev *d = &cuda.dev[ordinal];
+    int way = devmem_cuda_get_way();
     cu_result res;
+    int rc;
 
     if (NULL == d->stream) {
         res = cuda.stream_create(&d->stream, CU_STREAM_NON_BLOCKING);
@@ -633,20 +718,33 @@ static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err
             return devmem_err_set(err, EIO, "cuda: cuStreamCreate: %s", cu_str(res));
         }
     }
-    if (!dev_to_dev) {
+    if (!dev_to_dev || n < 2 || DEVMEM_CUDA_WAY_MEMCPY == way) {
         return 0;
     }
-    if (NULL == d->gather) {
-        res = cuda.module_load_data(&d->module, gather_ptx);
-        if (CU_SUCCESS == res) {
-            res = cuda.module_get_function(&d->gather, d->module, "devmem_gather");
+    if (DEVMEM_CUDA_WAY_BATCH == way) {
+        if (d->batch_cap < n) {
+            size_t cap = n < 256 ? 256 : n;
+            cu_deviceptr *ptrs = realloc(d->batch_ptrs, 2 * cap * sizeof(*ptrs));
+            size_t *sizes = NULL;
+
+            if (NULL != ptrs) {
+                d->batch_ptrs = ptrs;
+                sizes = realloc(d->batch_sizes, cap * sizeof(*sizes));
+            }
+            if (NULL == sizes) {
+                return devmem_err_set(err, ENOMEM, "cuda: room for %zu batched copies", n);
+            }
+            d->batch_sizes = sizes;
+            d->batch_cap = cap;
         }
-        if (CU_SUCCESS != res) {
-            d->gather = NULL;
-            return devmem_err_set(err, EIO, "cuda: loading the gather kernel: %s", cu_str(res));
-        }
+        return 0;
     }
-    if (d->ops_cap < n) {
+    if (NULL == d->gather
+        && 0 != (rc = load_module(&d->module, &d->gather, devmem_gather_ptx, "devmem_gather",
+                                  err))) {
+        return rc;
+    }
+    if (DEVMEM_CUDA_WAY_KERNEL == way && d->ops_cap < n) {
         size_t cap = d->ops_cap ? d->ops_cap : 256;
 
         while (cap < n) {
@@ -670,29 +768,127 @@ static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err
     return 0;
 }
 
-/* Enqueue the pieces on d's stream (context entered, gather_ready done). */
-static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size_t n,
-                         int dev_to_dev, const char **what)
+/* The next mapped piece array, with room for n pieces, once the launch that last read it
+ * is over (MAPPED_SLOTS launches ago: normally long since). */
+static cu_result mapped_slot(struct cuda_dev *d, size_t n, struct mapped_slot **slot)
 {
+    struct mapped_slot *m = &d->mapped[d->mapped_next];
     cu_result res = CU_SUCCESS;
 
-    if (dev_to_dev && n > 1) {
-        /* the piece array has the kernel's layout already: {dst, src, len} as 3 x u64 */
-        _Static_assert(sizeof(struct devmem_copy) == 3 * sizeof(uint64_t),
-                       "struct devmem_copy is the kernel's piece layout");
-        unsigned int count = (unsigned int) n;
-        void *params[] = {&d->ops, &count};
+    if (NULL != m->done) {
+        res = cuda.event_sync(m->done);
+    } else {
+        res = cuda.event_create(&m->done, CU_EVENT_DISABLE_TIMING);
+        if (CU_SUCCESS != res) {
+            m->done = NULL;
+        }
+    }
+    if (CU_SUCCESS == res && m->cap < n) {
+        size_t cap = m->cap ? m->cap : 256;
+        void *host = NULL;
 
+        while (cap < n) {
+            cap *= 2;
+        }
+        if (NULL != m->host) {
+            (void) cuda.mem_free_host(m->host);
+            m->host = NULL;
+            m->cap = 0;
+        }
+        res = cuda.mem_host_alloc(&host, cap * sizeof(*m->host),
+                                  CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+        if (CU_SUCCESS == res) {
+            res = cuda.mem_host_get_device_pointer(&m->dev, host, 0);
+            if (CU_SUCCESS != res) {
+                (void) cuda.mem_free_host(host);
+            } else {
+                m->host = host;
+                m->cap = cap;
+            }
+        }
+    }
+    if (CU_SUCCESS == res) {
+        d->mapped_next = (d->mapped_next + 1) % MAPPED_SLOTS;
+        *slot = m;
+    }
+    return res;
+}
+
+/* One launch of the gather kernel over n pieces (more than one, all device memory). */
+static cu_result enqueue_kernel(struct cuda_dev *d, int way, const struct devmem_copy *ops,
+                                size_t n, const char **what)
+{
+    /* the piece array has the kernel's layout already: {dst, src, len} as 3 x u64 */
+    _Static_assert(sizeof(struct devmem_copy) == 3 * sizeof(uint64_t),
+                   "struct devmem_copy is the kernel's piece layout");
+    unsigned int count = (unsigned int) n;
+    struct mapped_slot *m = NULL;
+    cu_deviceptr array = d->ops;
+    void *params[] = {&array, &count};
+    cu_result res;
+
+    if (DEVMEM_CUDA_WAY_KERNEL_MAPPED == way) {
+        /* written here, read by the kernel across the bus: no upload, no staging copy */
+        *what = "mapped piece array";
+        if (CU_SUCCESS != (res = mapped_slot(d, n, &m))) {
+            return res;
+        }
+        memcpy(m->host, ops, n * sizeof(*ops));
+        array = m->dev;
+    } else {
         /* the device array is shared by every launch: the stream orders this copy after
          * the kernels that still read it */
         *what = "cuMemcpyHtoDAsync";
         res = cuda.memcpy_htod_async(d->ops, ops, n * sizeof(*ops), d->stream);
-        if (CU_SUCCESS == res) {
-            *what = "cuLaunchKernel";
-            res = cuda.launch_kernel(d->gather, count, 1, 1, GATHER_THREADS, 1, 1, 0,
-                                     d->stream, params, NULL);
+        if (CU_SUCCESS != res) {
+            return res;
         }
-        return res;
+    }
+    *what = "cuLaunchKernel";
+    res = cuda.launch_kernel(d->gather, count, 1, 1, GATHER_THREADS, 1, 1, 0, d->stream,
+                             params, NULL);
+    if (CU_SUCCESS == res && NULL != m) {
+        *what = "cuEventRecord";
+        res = cuda.event_record(m->done, d->stream);
+    }
+    return res;
+}
+
+/* One cuMemcpyBatchAsync over n pieces; the arrays it reads are consumed by the call. */
+static cu_result enqueue_batch(struct cuda_dev *d, int ordinal, const struct devmem_copy *ops,
+                               size_t n, const char **what)
+{
+    struct cu_memcpy_attributes attr = {
+        .src_access_order = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+        .src_hint = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
+        .dst_hint = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
+    };
+    cu_deviceptr *dsts = d->batch_ptrs, *srcs = d->batch_ptrs + d->batch_cap;
+    size_t first = 0, fail_idx = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        dsts[i] = (cu_deviceptr) (uintptr_t) ops[i].dst;
+        srcs[i] = (cu_deviceptr) (uintptr_t) ops[i].src;
+        d->batch_sizes[i] = ops[i].len;
+    }
+    *what = "cuMemcpyBatchAsync";
+    if (NULL != cuda.memcpy_batch_v2) {
+        return cuda.memcpy_batch_v2(dsts, srcs, d->batch_sizes, n, &attr, &first, 1, d->stream);
+    }
+    return cuda.memcpy_batch_v1(dsts, srcs, d->batch_sizes, n, &attr, &first, 1, &fail_idx,
+                                d->stream);
+}
+
+/* Enqueue the pieces on d's stream (context entered, gather_ready done). */
+static cu_result enqueue(struct cuda_dev *d, int ordinal, const struct devmem_copy *ops,
+                         size_t n, int dev_to_dev, const char **what)
+{
+    int way = devmem_cuda_get_way();
+    cu_result res = CU_SUCCESS;
+
+    if (dev_to_dev && n > 1 && DEVMEM_CUDA_WAY_MEMCPY != way) {
+        return DEVMEM_CUDA_WAY_BATCH == way ? enqueue_batch(d, ordinal, ops, n, what)
+                                            : enqueue_kernel(d, way, ops, n, what);
     }
     *what = "cuMemcpyAsync";
     for (size_t i = 0; i < n && CU_SUCCESS == res; i++) {
@@ -728,7 +924,7 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
         (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
-    res = enqueue(&cuda.dev[ordinal], ops, n, dev_to_dev, &what);
+    res = enqueue(&cuda.dev[ordinal], ordinal, ops, n, dev_to_dev, &what);
     if (CU_SUCCESS != res) {
         /* what was queued before the failure may still read the pieces */
         (void) cuda.stream_sync(cuda.dev[ordinal].stream);
@@ -833,5 +1029,220 @@ int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err
                            : devmem_err_set(err, EIO, "cuda: the gather before a fence "
                                             "failed: %s", cu_str(res));
     ctx_leave();
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the persistent gather */
+
+#define RING_THREADS 1024
+
+struct devmem_cuda_ring {
+    int ordinal;
+    cu_stream stream;
+    cu_module module;
+    cu_function fn;
+    struct devmem_copy *entries; /* mapped host memory, mask + 1 of them */
+    uint64_t *ctl;               /* mapped host memory: posted, done, stop */
+    cu_deviceptr entries_dev, ctl_dev;
+    uint64_t mask;
+    uint64_t posted;
+    int running;
+};
+
+static void ring_free(struct devmem_cuda_ring *r)
+{
+    if (NULL != r->entries) {
+        (void) cuda.mem_free_host(r->entries);
+    }
+    if (NULL != r->ctl) {
+        (void) cuda.mem_free_host(r->ctl);
+    }
+    if (NULL != r->stream && NULL != cuda.stream_destroy) {
+        (void) cuda.stream_destroy(r->stream);
+    }
+    if (NULL != r->module && NULL != cuda.module_unload) {
+        (void) cuda.module_unload(r->module);
+    }
+    free(r);
+}
+
+static cu_result mapped_alloc(size_t bytes, void **host, cu_deviceptr *dev)
+{
+    cu_result res = cuda.mem_host_alloc(host, bytes,
+                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+
+    if (CU_SUCCESS == res) {
+        memset(*host, 0, bytes);
+        res = cuda.mem_host_get_device_pointer(dev, *host, 0);
+    }
+    return res;
+}
+
+int devmem_cuda_ring_start(int ordinal, size_t entries, struct devmem_cuda_ring **ring,
+                           struct devmem_err *err)
+{
+    struct devmem_cuda_ring *r;
+    cu_result res;
+    const char *what = "cuMemHostAlloc";
+    int rc;
+
+    *ring = NULL;
+    if (0 != (rc = devmem_cuda_load(err))) {
+        return rc;
+    }
+    if (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer
+        || NULL == cuda.stream_query || NULL == cuda.mem_free_host) {
+        return devmem_err_set(err, EOPNOTSUPP, "cuda: the driver lacks mapped host memory "
+                              "or cuStreamQuery: no persistent gather");
+    }
+    if (entries < 2 || 0 != (entries & (entries - 1))) {
+        return devmem_err_set(err, EINVAL, "cuda: a gather ring of %zu entries (a power of "
+                              "two, 2 or more)", entries);
+    }
+    if (NULL == (r = calloc(1, sizeof(*r)))) {
+        return devmem_err_set(err, ENOMEM, "cuda: out of memory for a gather ring");
+    }
+    r->ordinal = ordinal;
+    r->mask = entries - 1;
+    if (0 != (rc = ctx_enter(ordinal, err))) {
+        free(r);
+        return rc;
+    }
+    rc = load_module(&r->module, &r->fn, devmem_gather_ring_ptx, "devmem_gather_ring", err);
+    if (0 == rc) {
+        res = mapped_alloc(entries * sizeof(*r->entries), (void **) &r->entries,
+                           &r->entries_dev);
+        if (CU_SUCCESS == res) {
+            res = mapped_alloc(64, (void **) &r->ctl, &r->ctl_dev);
+        }
+        if (CU_SUCCESS == res) {
+            what = "cuStreamCreate";
+            res = cuda.stream_create(&r->stream, CU_STREAM_NON_BLOCKING);
+        }
+        if (CU_SUCCESS == res) {
+            void *params[] = {&r->entries_dev, &r->ctl_dev, &r->mask};
+
+            what = "cuLaunchKernel";
+            res = cuda.launch_kernel(r->fn, 1, 1, 1, RING_THREADS, 1, 1, 0, r->stream, params,
+                                     NULL);
+        }
+        if (CU_SUCCESS != res) {
+            rc = devmem_err_set(err, EIO, "cuda: starting the persistent gather: %s: %s", what,
+                                cu_str(res));
+        }
+    }
+    ctx_leave();
+    if (0 != rc) {
+        ring_free(r);
+        return rc;
+    }
+    r->running = 1;
+    *ring = r;
+    return 0;
+}
+
+/* Is the ring's kernel still there? 0 yes, -EIO with the reason when it ended or failed
+ * (it ends only when stopped, so either way the pieces posted will not all be done). */
+static int ring_alive(struct devmem_cuda_ring *r, struct devmem_err *err)
+{
+    cu_result res;
+
+    if (0 != ctx_enter(r->ordinal, err)) {
+        return -EIO;
+    }
+    res = cuda.stream_query(r->stream);
+    ctx_leave();
+    if (CU_ERROR_NOT_READY == res) {
+        return 0;
+    }
+    r->running = 0;
+    return devmem_err_set(err, EIO, "cuda: the persistent gather ended: %s",
+                          CU_SUCCESS == res ? "returned before it was stopped" : cu_str(res));
+}
+
+int devmem_cuda_ring_test(struct devmem_cuda_ring *r, uint64_t ticket, struct devmem_err *err)
+{
+    if (__atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) >= ticket) {
+        return 1;
+    }
+    return r->running ? ring_alive(r, err) : devmem_err_set(err, EIO, "cuda: the persistent "
+                                                            "gather is not running");
+}
+
+int devmem_cuda_ring_wait(struct devmem_cuda_ring *r, uint64_t ticket, struct devmem_err *err)
+{
+    for (unsigned long spins = 1;; spins++) {
+        if (__atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) >= ticket) {
+            return 0;
+        }
+        /* ask the driver now and then whether the kernel is still there */
+        if (0 == spins % 4096) {
+            int rc = r->running ? ring_alive(r, err)
+                                : devmem_err_set(err, EIO, "cuda: the persistent gather is "
+                                                 "not running");
+
+            if (0 != rc) {
+                return rc;
+            }
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+int devmem_cuda_ring_post(struct devmem_cuda_ring *r, const struct devmem_copy *ops, size_t n,
+                          uint64_t *ticket, struct devmem_err *err)
+{
+    size_t room = (size_t) r->mask + 1;
+    int rc;
+
+    if (n > room) {
+        return devmem_err_set(err, EINVAL, "cuda: %zu pieces for a gather ring of %zu", n,
+                              room);
+    }
+    /* room for them: the kernel is done with the entries they overwrite */
+    if (r->posted + n - __atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) > room
+        && 0 != (rc = devmem_cuda_ring_wait(r, r->posted + n - room, err))) {
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        r->entries[(r->posted + i) & r->mask] = ops[i];
+    }
+    r->posted += n;
+    /* the entries before the count: the kernel reads the count with an acquire */
+    __atomic_store_n(&r->ctl[0], r->posted, __ATOMIC_RELEASE);
+    *ticket = r->posted;
+    return 0;
+}
+
+int devmem_cuda_ring_stop(struct devmem_cuda_ring *r, struct devmem_err *err)
+{
+    cu_result res = CU_SUCCESS;
+    int rc = 0;
+
+    if (NULL == r) {
+        return 0;
+    }
+    __atomic_store_n(&r->ctl[2], 1, __ATOMIC_RELEASE);
+    if (0 == (rc = ctx_enter(r->ordinal, err))) {
+        res = cuda.stream_sync(r->stream);
+        ctx_leave();
+        if (CU_SUCCESS != res) {
+            rc = devmem_err_set(err, EIO, "cuda: the persistent gather failed: %s",
+                                cu_str(res));
+        }
+    }
+    if (0 == rc && __atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) != r->posted) {
+        rc = devmem_err_set(err, EIO, "cuda: the persistent gather stopped with %llu of %llu "
+                            "pieces done", (unsigned long long) r->ctl[1],
+                            (unsigned long long) r->posted);
+    }
+    if (0 == ctx_enter(r->ordinal, NULL)) {
+        ring_free(r);
+        ctx_leave();
+    } else {
+        free(r);
+    }
     return rc;
 }

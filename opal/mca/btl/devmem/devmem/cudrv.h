@@ -98,6 +98,47 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err);
  * (wait: block until it has, never 0); -EIO: the work before it failed, the fence is spent. */
 int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err *err);
 
+/* How a device-to-device gather of more than one piece is launched (one piece is always a
+ * cuMemcpyAsync). Process-wide, for the benchmark and the tests that compare them: set it
+ * before gathering, not while another thread gathers. The default is the cheapest for the
+ * thread that launches (bench/gather_bench on an H200, 2026-11-27: 7.0 us a 512 KiB batch of
+ * packets against 7.8 uploaded, 624 for one cuMemcpyBatchAsync); a driver without mapped
+ * host memory gets the upload instead. */
+enum devmem_cuda_way {
+    DEVMEM_CUDA_WAY_KERNEL,        /* the piece array uploaded, one kernel launch */
+    DEVMEM_CUDA_WAY_KERNEL_MAPPED, /* the piece array in pinned host memory the kernel reads
+                                    * across the bus: a launch, no upload (default) */
+    DEVMEM_CUDA_WAY_BATCH,         /* one cuMemcpyBatchAsync (CUDA 12.8+) */
+    DEVMEM_CUDA_WAY_MEMCPY,        /* a cuMemcpyAsync per piece */
+    DEVMEM_CUDA_WAYS
+};
+#define DEVMEM_CUDA_WAY_DEFAULT DEVMEM_CUDA_WAY_KERNEL_MAPPED
+/* -EOPNOTSUPP with the reason when this driver lacks what the way needs. */
+int devmem_cuda_set_way(int way, struct devmem_err *err);
+int devmem_cuda_get_way(void);
+const char *devmem_cuda_way_name(int way);
+int devmem_cuda_way_by_name(const char *name); /* -1: none of that name */
+
+/* The persistent gather: one block of a kernel that never ends, on an SM of its own, copies
+ * the pieces posted to a ring in pinned host memory; no launch per gather, at the price of
+ * an SM the application cannot use while the ring runs. One thread posts and tests. */
+struct devmem_cuda_ring;
+/* Start it on device `ordinal` with a ring of `entries` pieces (a power of two). */
+int devmem_cuda_ring_start(int ordinal, size_t entries, struct devmem_cuda_ring **ring,
+                           struct devmem_err *err);
+/* Post n pieces (n <= entries; waits while the ring is full); *ticket is done once they and
+ * every piece posted before are in place. The pieces' src and dst as in copy_start. */
+int devmem_cuda_ring_post(struct devmem_cuda_ring *ring, const struct devmem_copy *ops,
+                          size_t n, uint64_t *ticket, struct devmem_err *err);
+/* 1 done, 0 not yet, -EIO when the kernel ended or failed. Never blocks. */
+int devmem_cuda_ring_test(struct devmem_cuda_ring *ring, uint64_t ticket,
+                          struct devmem_err *err);
+/* Spin until ticket is done: 0, or -EIO as test. */
+int devmem_cuda_ring_wait(struct devmem_cuda_ring *ring, uint64_t ticket,
+                          struct devmem_err *err);
+/* Finish every piece posted, end the kernel, free the ring; -EIO when pieces were lost. */
+int devmem_cuda_ring_stop(struct devmem_cuda_ring *ring, struct devmem_err *err);
+
 /* Fill len bytes of device memory with byte value v (tests and benchmarks). */
 int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
                        struct devmem_err *err);
