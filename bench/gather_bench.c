@@ -358,12 +358,257 @@ static int measure_receives(struct bench *b, size_t rsize)
     return failed;
 }
 
+/* ---------------------------------------------------------------- launch ways per MiB */
+
+/* The ways to launch a gather, compared on what a receiving thread gathers: batches of packet
+ * payloads. The first DEVMEM_CUDA_WAYS are devmem_cuda_set_way's; the last is the
+ * persistent gather (a ring). */
+#define WAY_RING DEVMEM_CUDA_WAYS
+#define NWAYS (DEVMEM_CUDA_WAYS + 1)
+#define WAY_DEPTH 4       /* batches in flight, as btl_devmem_gather_depth's default */
+#define RING_ENTRIES 65536
+
+static const char *way_name(int way)
+{
+    return WAY_RING == way ? "ring" : devmem_cuda_way_name(way);
+}
+
+/* Every packet of b->total bytes: a 4044-byte payload at the start of a random page of the
+ * pool, laid end to end in the destination; the reference in b->want. */
+static struct devmem_copy *make_packets(struct bench *b, size_t *n)
+{
+    size_t count = (b->total + PKT_PAYLOAD - 1) / PKT_PAYLOAD, at = 0;
+    struct devmem_copy *ops = malloc(count * sizeof(*ops));
+
+    for (size_t i = 0; NULL != ops && i < count; i++, at += PKT_PAYLOAD) {
+        size_t len = b->total - at < PKT_PAYLOAD ? b->total - at : PKT_PAYLOAD;
+        uint64_t off = (next() % (POOL / PKT_PAGE)) * PKT_PAGE;
+
+        ops[i].dst = (void *) (uintptr_t) (b->dst + at);
+        ops[i].src = (const void *) (uintptr_t) (b->pool + off);
+        ops[i].len = len;
+        memcpy(b->want + at, b->pool_host + off, len);
+    }
+    *n = count;
+    return ops;
+}
+
+/* Start one batch: 0 or -errno. */
+static int way_start(int way, struct devmem_cuda_ring *ring, const struct devmem_copy *ops,
+                     size_t n, void **fence, uint64_t *ticket, struct devmem_err *err)
+{
+    if (WAY_RING == way) {
+        return devmem_cuda_ring_post(ring, ops, n, ticket, err);
+    }
+    int rc = devmem_cuda_copy_start(0, ops, n, 1, err);
+
+    return 0 != rc ? rc : devmem_cuda_fence(0, fence, err);
+}
+
+static int way_wait(int way, struct devmem_cuda_ring *ring, void *fence, uint64_t ticket,
+                    struct devmem_err *err)
+{
+    if (WAY_RING == way) {
+        return devmem_cuda_ring_wait(ring, ticket, err);
+    }
+    return 1 == devmem_cuda_fence_test(0, fence, 1, err) ? 0 : -EIO;
+}
+
+/* Every packet through one way in batches of batch_bytes, at most WAY_DEPTH of them in
+ * flight; every destination byte checked after. The pass's seconds (*cpu: those spent in
+ * the calls that start batches, what a receiving thread pays), or -1. The ring runs for
+ * its pass only: a driver call that waits for the whole device (a free) would wait for it
+ * forever. */
+static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n, int way,
+                       size_t batch_bytes, double *cpu, size_t *batches)
+{
+    void *fence[WAY_DEPTH] = {NULL};
+    uint64_t ticket[WAY_DEPTH] = {0};
+    struct devmem_cuda_ring *ring = NULL;
+    size_t issued = 0, oldest = 0;
+    struct devmem_err err = {0};
+    double t0, t;
+    int rc;
+
+    *cpu = 0;
+    rc = devmem_cuda_memset(0, b->dst, 0, b->total, &err);
+    if (0 == rc) {
+        rc = WAY_RING == way ? devmem_cuda_ring_start(0, RING_ENTRIES, &ring, &err)
+                             : devmem_cuda_set_way(way, &err);
+    }
+    t0 = now();
+    for (size_t first = 0, last; 0 == rc && first < n; first = last) {
+        size_t bytes = 0, slot = issued % WAY_DEPTH;
+
+        for (last = first; last < n && bytes < batch_bytes; last++) {
+            bytes += ops[last].len;
+        }
+        if (issued - oldest == WAY_DEPTH) {
+            rc = way_wait(way, ring, fence[oldest % WAY_DEPTH], ticket[oldest % WAY_DEPTH],
+                          &err);
+            oldest++;
+        }
+        if (0 == rc) {
+            t = now();
+            rc = way_start(way, ring, ops + first, last - first, &fence[slot], &ticket[slot],
+                           &err);
+            *cpu += now() - t;
+            issued += 0 == rc;
+        }
+    }
+    while (0 == rc && oldest < issued) {
+        rc = way_wait(way, ring, fence[oldest % WAY_DEPTH], ticket[oldest % WAY_DEPTH], &err);
+        oldest++;
+    }
+    t = now() - t0;
+    if (NULL != ring) {
+        int stopped = devmem_cuda_ring_stop(ring, 0 == rc ? &err : NULL);
+
+        rc = 0 != rc ? rc : stopped;
+    }
+    (void) devmem_cuda_set_way(DEVMEM_CUDA_WAY_DEFAULT, NULL);
+    rc = 0 != rc ? rc
+                 : devmem_cuda_copy(0, b->got, (const void *) (uintptr_t) b->dst, b->total,
+                                    &err);
+    if (0 != rc) {
+        fprintf(stderr, "gather_bench: way %s: %s\n", way_name(way), err.msg);
+        return -1;
+    }
+    if (0 != memcmp(b->want, b->got, b->total)) {
+        fprintf(stderr, "gather_bench: way %s gathered WRONG bytes (batches of %zu KiB)\n",
+                way_name(way), batch_bytes >> 10);
+        return -1;
+    }
+    *batches = issued;
+    return t;
+}
+
+/* Which ways this driver has: the ones set_way takes, and the ring if it starts. */
+static void ways_available(int *ok)
+{
+    struct devmem_cuda_ring *ring = NULL;
+    struct devmem_err err;
+
+    for (int w = 0; w < DEVMEM_CUDA_WAYS; w++) {
+        ok[w] = 0 == devmem_cuda_set_way(w, &err);
+        if (!ok[w]) {
+            printf("# way %s: not measured: %s\n", way_name(w), err.msg);
+        }
+    }
+    (void) devmem_cuda_set_way(DEVMEM_CUDA_WAY_DEFAULT, NULL);
+    ok[WAY_RING] = 0 == devmem_cuda_ring_start(0, RING_ENTRIES, &ring, &err)
+                   && 0 == devmem_cuda_ring_stop(ring, &err);
+    if (!ok[WAY_RING]) {
+        printf("# way ring: not measured: %s\n", err.msg);
+    }
+}
+
+/* One block of rows: every way for one batch size, interleaved run by run. 0 or 1. */
+static int measure_ways(struct bench *b, const struct devmem_copy *ops, size_t n,
+                        const int *ok, size_t batch_bytes)
+{
+    double cpu[NWAYS][64], wall[NWAYS][64];
+    size_t batches[NWAYS] = {0};
+    int runs = b->runs < 64 ? b->runs : 64;
+    double mib = (double) b->total / (1 << 20);
+
+    for (int r = 0; r < runs; r++) {
+        for (int w = 0; w < NWAYS; w++) {
+            if (ok[w] && (wall[w][r] = way_pass(b, ops, n, w, batch_bytes, &cpu[w][r],
+                                                &batches[w])) < 0) {
+                return 1;
+            }
+        }
+    }
+    for (int w = 0; w < NWAYS; w++) {
+        if (!ok[w]) {
+            continue;
+        }
+        qsort(cpu[w], (size_t) runs, sizeof(double), cmp_double);
+        qsort(wall[w], (size_t) runs, sizeof(double), cmp_double);
+        printf("%-9zu %-14s %10.2f %12.1f %12.1f %8.1f %10.1f\n", batch_bytes >> 10,
+               way_name(w), (double) batches[w] / mib, cpu[w][runs / 2] * 1e6 / mib,
+               wall[w][runs / 2] * 1e6 / mib, (double) b->total / wall[w][runs / 2] / 1e9,
+               cpu[w][runs / 2] * 1e6 / (double) batches[w]);
+    }
+    return 0;
+}
+
+/* What the ring's resident block costs an application: the one-launch gather of 64 KiB
+ * pieces (b->total bytes, many blocks per SM) as its work, timed without and with the ring
+ * started and idle, interleaved. 0 or 1. */
+static int measure_ring_cost(struct bench *b)
+{
+    size_t max = b->total / (32 << 10) + 1, np;
+    struct devmem_copy *ops = malloc(max * sizeof(*ops));
+    double off[64], on[64];
+    int runs = b->runs < 64 ? b->runs : 64, failed = NULL == ops;
+    struct devmem_err err;
+
+    if (failed) {
+        return 1;
+    }
+    np = make_pieces(ops, max, b->pool, b->dst, 64 << 10, b->total, 0);
+    for (int r = 0; r < runs && !failed; r++) {
+        struct devmem_cuda_ring *ring = NULL;
+        double t0 = now();
+
+        failed = 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err);
+        off[r] = now() - t0;
+        failed = failed || 0 != devmem_cuda_ring_start(0, RING_ENTRIES, &ring, &err);
+        t0 = now();
+        failed = failed || 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err);
+        on[r] = now() - t0;
+        failed = 0 != devmem_cuda_ring_stop(ring, failed ? NULL : &err) || failed;
+    }
+    if (failed) {
+        fprintf(stderr, "gather_bench: the ring's cost: %s\n", err.msg);
+    } else {
+        qsort(off, (size_t) runs, sizeof(double), cmp_double);
+        qsort(on, (size_t) runs, sizeof(double), cmp_double);
+        printf("# an application's kernel (the gather of %zu MiB in 64 KiB pieces, %zu blocks) "
+               "without / with the ring's block resident: %.1f / %.1f us, %.3fx the time\n",
+               b->total >> 20, np, off[runs / 2] * 1e6, on[runs / 2] * 1e6,
+               on[runs / 2] / off[runs / 2]);
+    }
+    free(ops);
+    return failed;
+}
+
+/* The launch ways for batches of 128 KiB, 512 KiB and 2 MiB (the component's batch cap is
+ * an eighth of the pool). 0 or 1. */
+static int measure_launch_ways(struct bench *b)
+{
+    static const size_t batch[] = {128 << 10, 512 << 10, 2 << 20};
+    int ok[NWAYS], rc = 0;
+    size_t n = 0;
+    struct devmem_copy *ops = make_packets(b, &n);
+
+    if (NULL == ops) {
+        fprintf(stderr, "gather_bench: out of memory\n");
+        return 1;
+    }
+    ways_available(ok);
+    printf("# launch ways: %zu MiB of %d-byte packet payloads (a %d-byte page each), in "
+           "batches, %d batches in flight; per MiB: batches, microseconds in the calls that "
+           "start them (cpu) and for the whole pass (wall); median of %d runs\n",
+           b->total >> 20, PKT_PAYLOAD, PKT_PAGE, WAY_DEPTH, b->runs < 64 ? b->runs : 64);
+    printf("%-9s %-14s %10s %12s %12s %8s %10s\n", "batch_KiB", "way", "batches/MiB",
+           "cpu_us/MiB", "wall_us/MiB", "GB/s", "cpu_us/batch");
+    for (size_t i = 0; i < sizeof(batch) / sizeof(batch[0]) && 0 == rc; i++) {
+        rc = measure_ways(b, ops, n, ok, batch[i]);
+    }
+    free(ops);
+    return 0 != rc || !ok[WAY_RING] ? rc : measure_ring_cost(b);
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {1024, 4096, 16384, 65536};
     struct bench b = {0};
     int rc = parse_args(&b, argc, argv);
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* every line out, even if a timeout kills us */
     if (0 == rc) {
         rc = setup(&b);
     }
@@ -392,6 +637,9 @@ int main(int argc, char **argv)
             }
             rc = measure_receives(&b, rsizes[s]);
         }
+    }
+    if (0 == rc && !b.host_dst) {
+        rc = measure_launch_ways(&b);
     }
     if (0 != b.pool) {
         devmem_cuda_free(0, b.pool);
