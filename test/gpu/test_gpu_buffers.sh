@@ -12,8 +12,8 @@
 # on a host-memory side gets on the control connection (a GPU pool would cost it a device
 # copy per packet). Then D D over 1 and 4 device-flow lanes, with the pipelined gather
 # at depth 1 (every receive waits for its gather) and 4 (several gathers on the stream at
-# once, each receive's tokens back when its event has passed). Skips without an NVIDIA GPU
-# and driver.
+# once, each receive's tokens back when its event has passed), and each other way to launch
+# a gather (btl_devmem_testing gather_way). Skips without an NVIDIA GPU and driver.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -78,6 +78,18 @@ for setting in "1 1 0" "4 1 0" "4 4 0" "4 4 2"; do
         fi
     done
     [ "$lanes" -gt 1 ] && devmem_expect_spread "$DEVMEM_LAST_OUT" 0 lanes "$lanes"
+done
+# every other way to launch a gather (the default, one kernel reading its pieces from
+# mapped host memory, ran above), through the component: 4 lanes, depth 4, 2 receiving
+# threads
+for way in kernel batch memcpy; do
+    DEVMEM_MCA_ARGS=("${saved[@]}" --mca btl_devmem_devflows 4 --mca btl_devmem_gather_depth 4
+        --mca btl_devmem_rx_threads 2 --mca btl_devmem_testing "gather_way=$way")
+    devmem_mpi_test gpubuf 2 -- -a D -b D -m 64M || continue
+    devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+    for r in 0 1; do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" gather_batches -gt 0
+    done
 done
 DEVMEM_MCA_ARGS=("${saved[@]}")
 devmem_finish

@@ -184,6 +184,8 @@ typedef struct mca_btl_devmem_component_t {
     /* From btl_devmem_testing (btl_devmem_params.c), for tests only */
     char *fault;            /* a frame to spoil (btl_devmem_fault.c), empty: none */
     char *topology;         /* hwloc XML to read instead of this machine's, empty: none */
+    char *gather_way;       /* how GPU gathers launch (devmem_cuda_way_by_name), empty: the
+                             * kernel layer's default */
     int fault_rank;         /* the rank that spoils it */
     int fault_after;        /* SEND frames that go out intact first */
     int emul_linear_pct;    /* emulated: % of skbs whose first bytes stay linear */

@@ -30,6 +30,7 @@
 #include "btl_devmem_near.h"
 #include "btl_devmem_sock.h"
 
+#include "devmem/cudrv.h"
 #include "devmem/netlink.h"
 #include "devmem/nic.h"
 
@@ -168,6 +169,21 @@ static int pool_device(const struct devmem_provider *p)
     return gpu > 0 ? gpu : 0;
 }
 
+/* btl_devmem_testing's gather_way for a GPU pool's gathers (the key's name was checked
+ * when it was parsed); 0, or -ENODEV with why when this driver lacks the way. */
+static int pool_gather_way(const struct devmem_provider *p, char *why, size_t len)
+{
+    const char *way = mca_btl_devmem_component.gather_way;
+    struct devmem_err e;
+
+    if (&devmem_provider_cuda != p || NULL == way || '\0' == way[0]
+        || 0 == devmem_cuda_set_way(devmem_cuda_way_by_name(way), &e)) {
+        return 0;
+    }
+    say(why, len, "btl_devmem_testing gather_way=%s: %s", way, e.msg);
+    return -ENODEV;
+}
+
 /* Allocate the pool from the configured provider; "auto" tries the dmabuf exporters in
  * order (real) or takes host memory (emulated). why lists every provider's reason. */
 static int pool_alloc(struct mca_btl_devmem_dev *d, bool real, char *why, size_t len)
@@ -202,7 +218,10 @@ static int pool_alloc(struct mca_btl_devmem_dev *d, bool real, char *why, size_t
                                                      mca_btl_devmem_component.rx_pool_size,
                                                      pool_device(p), &e))) {
             if (!real || d->pool.dmabuf_fd >= 0) {
-                return 0;
+                if (0 != (rc = pool_gather_way(p, why, len))) {
+                    devmem_region_release(&d->pool);
+                }
+                return rc;
             }
             devmem_region_release(&d->pool);
             rc = devmem_err_set(&e, EINVAL, "%s memory has no dmabuf for the real kernel",

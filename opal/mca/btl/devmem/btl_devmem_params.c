@@ -16,6 +16,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/show_help.h"
 
+#include "devmem/cudrv.h"
 #include "btl_devmem.h"
 #include "btl_devmem_helper.h"
 #include "btl_devmem_params.h"
@@ -255,7 +256,8 @@ int mca_btl_devmem_params_register(void)
                "(lstopo --of xml) to read the PCI topology from instead of this machine's; "
                "write_chunk=N: most bytes per send call (0: no limit; by default 512 KiB on "
                "loopback, no limit elsewhere); push_min=N: smallest rendezvous that pushes "
-               "(512 KiB; 0: every one)",
+               "(512 KiB; 0: every one); gather_way=kernel|kernel-mapped|batch|memcpy: how "
+               "gathers out of a GPU pool are launched (kernel-mapped)",
                OPAL_INFO_LVL_9, &c->testing);
 
     mca_btl_devmem_stats_register();
@@ -326,6 +328,10 @@ static bool testing_set(mca_btl_devmem_component_t *c, const char *key, const ch
         c->topology = (char *) value;
         return true;
     }
+    if (0 == strcmp(key, "gather_way")) {
+        c->gather_way = (char *) value;
+        return devmem_cuda_way_by_name(value) >= 0;
+    }
     errno = 0;
     v = strtol(value, &end, 10);
     if ('\0' == value[0] || '\0' != *end || 0 != errno) {
@@ -347,7 +353,8 @@ static bool testing_set(mca_btl_devmem_component_t *c, const char *key, const ch
     return false;
 }
 
-/* btl_devmem_testing, cut into key=value strings: c->fault and c->topology point into it
+/* btl_devmem_testing, cut into key=value strings: c->fault, c->topology and c->gather_way
+ * point into it
  * until the next parse or mca_btl_devmem_params_fini. */
 static char *testing_copy;
 
@@ -358,6 +365,7 @@ static int parse_testing(mca_btl_devmem_component_t *c)
 
     c->fault = "";
     c->topology = "";
+    c->gather_way = "";
     c->fault_rank = 0;
     c->fault_after = 50;
     c->emul_linear_pct = 10;
@@ -387,7 +395,8 @@ static int parse_testing(mca_btl_devmem_component_t *c)
                            "btl_devmem_testing", c->testing,
                            "comma-separated key=value: fault=NAME, fault_rank, fault_after, "
                            "linear_pct (0-100), seed, tx_host (0 or 1), gather_lag (0-1000), "
-                           "poll_max (0-4096), topology=FILE, write_chunk, push_min");
+                           "poll_max (0-4096), topology=FILE, write_chunk, push_min, "
+                           "gather_way=kernel|kernel-mapped|batch|memcpy");
             return OPAL_ERR_BAD_PARAM;
         }
     }
