@@ -91,8 +91,8 @@ static void test_flow_spec(void)
 }
 
 struct seen {
-    int header_ok, split, has_thresh, n;
-    uint32_t thresh;
+    int header_ok, split, has_thresh, has_buf_len, n;
+    uint32_t thresh, buf_len;
 };
 
 static int hdr_cb(uint16_t type, const void *payload, size_t len, void *arg)
@@ -120,7 +120,106 @@ static int rings_cb(uint16_t type, const void *payload, size_t len, void *arg)
         s->has_thresh = 1;
         memcpy(&s->thresh, payload, 4);
     }
+    if (10 == type && 4 == len) {
+        s->has_buf_len = 1;
+        memcpy(&s->buf_len, payload, 4);
+    }
     return 0;
+}
+
+/* rx-buf-len (ETHTOOL_A_RINGS_RX_BUF_LEN, 10): the request's bytes, a reply without it, and a
+ * driver's refusal as the kernel sends it, described naming the NIC and the kernel's words. */
+static void test_rx_buf_len(void)
+{
+    unsigned char req[256], buf[512];
+    const struct genlmsghdr *genl = (const struct genlmsghdr *) (req + MNL_NLMSG_HDRLEN);
+    struct devmem_nic_rings r;
+    struct devmem_nl_status st;
+    struct devmem_err err;
+    struct nlmsghdr *nlh;
+    struct nlmsgerr *e;
+    struct seen s;
+    int n, rc;
+
+    memset(&s, 0, sizeof(s));
+    n = devmem_nic_build_rings_set_rx_buf_len(req, sizeof(req), FAMILY, SEQ, "lo", 32768);
+    CHECK(n > 0 && ETHTOOL_MSG_RINGS_SET == genl->cmd
+              && 0 == devmem_nl_attrs_walk(req + MNL_NLMSG_HDRLEN + GENL_HDRLEN,
+                                           (size_t) n - MNL_NLMSG_HDRLEN - GENL_HDRLEN,
+                                           rings_cb, &s)
+              && 2 == s.n && s.header_ok && s.has_buf_len && 32768 == s.buf_len
+              && !s.has_thresh && 0 == s.split,
+          "rings-set rx-buf-len: header {dev-name \"lo\"}, rx-buf-len (10) u32 32768, nothing "
+          "else");
+    CHECK(n > 0 && (NLM_F_REQUEST | NLM_F_ACK) == ((struct nlmsghdr *) req)->nlmsg_flags
+              && SEQ == ((struct nlmsghdr *) req)->nlmsg_seq
+              && FAMILY == ((struct nlmsghdr *) req)->nlmsg_type,
+          "rings-set rx-buf-len: a request with an ACK, of the family and seq given");
+    CHECK(-EINVAL == devmem_nic_build_rings_set_rx_buf_len(buf, sizeof(buf), FAMILY, SEQ, "lo",
+                                                           0),
+          "rings-set rx-buf-len 0 is refused before the kernel (its policy: min 1)");
+    CHECK(-ENOBUFS == devmem_nic_build_rings_set_rx_buf_len(buf, sizeof(buf), FAMILY, SEQ,
+                                                            "name-too-long-for-ifnamsiz", 4096),
+          "rings-set rx-buf-len: an interface name over IFNAMSIZ is refused");
+    CHECK(-ENOBUFS == devmem_nic_build_rings_set_rx_buf_len(buf, 36, FAMILY, SEQ, "lo", 4096),
+          "rings-set rx-buf-len: a buffer too small is refused, not overrun");
+
+    /* a reply of a driver that does not report rx-buf-len (most): has_rx_buf_len stays 0 */
+    memset(buf, 0, sizeof(buf));
+    nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = FAMILY;
+    nlh->nlmsg_seq = SEQ;
+    ((struct genlmsghdr *) mnl_nlmsg_put_extra_header(nlh, sizeof(struct genlmsghdr)))->cmd =
+        ETHTOOL_MSG_RINGS_GET_REPLY;
+    mnl_attr_put_u32(nlh, 6, 256);
+    memset(&r, 0, sizeof(r));
+    memset(&st, 0, sizeof(st));
+    rc = devmem_nic_parse_rings(buf, nlh->nlmsg_len, SEQ, &r, &st, &err);
+    CHECK(0 == rc && 256 == r.rx && !r.has_rx_buf_len && 0 == r.rx_buf_len,
+          "rings reply without rx-buf-len: not reported (rc %d)", rc);
+    /* rx-buf-len of the wrong size is malformed, not read past */
+    mnl_attr_put_u16(nlh, 10, 4096);
+    memset(&r, 0, sizeof(r));
+    rc = devmem_nic_parse_rings(buf, nlh->nlmsg_len, SEQ, &r, &st, &err);
+    CHECK(-EBADMSG == rc, "rings reply with a 2-byte rx-buf-len is malformed: \"%s\"", err.msg);
+
+    /* the refusal of ethnl_set_rings_validate (net/ethtool/rings.c): EOPNOTSUPP, its extack
+     * text, the offset of the attribute in the request, which is echoed in full */
+    n = devmem_nic_build_rings_set_rx_buf_len(req, sizeof(req), FAMILY, SEQ, "eth0", 32768);
+    memset(buf, 0, sizeof(buf));
+    nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = NLMSG_ERROR;
+    nlh->nlmsg_seq = SEQ;
+    nlh->nlmsg_flags = NLM_F_ACK_TLVS;
+    e = mnl_nlmsg_put_extra_header(nlh, sizeof(*e) - sizeof(struct nlmsghdr)
+                                            + MNL_ALIGN((size_t) n));
+    e->error = -EOPNOTSUPP;
+    memcpy(&e->msg, req, (size_t) n);
+    mnl_attr_put_strz(nlh, NLMSGERR_ATTR_MSG, "setting rx buf len not supported");
+    /* the rx-buf-len attribute is the last one of the request */
+    mnl_attr_put_u32(nlh, NLMSGERR_ATTR_OFFS, (uint32_t) n - MNL_ATTR_HDRLEN - 4);
+    memset(&st, 0, sizeof(st));
+    rc = n > 0 ? devmem_nic_parse_rings(buf, nlh->nlmsg_len, SEQ, &r, &st, &err) : n;
+    CHECK(1 == rc && EOPNOTSUPP == st.error
+              && 0 == strcmp(st.msg, "setting rx buf len not supported"),
+          "the driver's refusal parses: EOPNOTSUPP, \"%s\"", st.msg);
+    rc = devmem_nic_rings_status_err(&st, req, (size_t) n, "eth0", "rings-set rx-buf-len 32768",
+                                     &err);
+    CHECK(-EOPNOTSUPP == rc && EOPNOTSUPP == err.code
+              && NULL != strstr(err.msg, "ethtool rings-set rx-buf-len 32768 on eth0: ")
+              && NULL != strstr(err.msg, strerror(EOPNOTSUPP))
+              && NULL != strstr(err.msg, "(kernel: setting rx buf len not supported)")
+              && NULL != strstr(err.msg, "[it flagged rx-buf-len]"),
+          "the refusal names the NIC, the value, the kernel's words and the attribute: \"%s\"",
+          err.msg);
+    /* a driver refusing in its own set_ringparam may give no text: still the NIC and errno */
+    st.msg[0] = '\0';
+    st.has_offset = 0;
+    rc = devmem_nic_rings_status_err(&st, req, (size_t) n, "eth0", "rings-set rx-buf-len 32768",
+                                     &err);
+    CHECK(-EOPNOTSUPP == rc && NULL != strstr(err.msg, "on eth0: ")
+              && NULL != strstr(err.msg, "kernel gave no message"),
+          "a refusal without extack still names the NIC: \"%s\"", err.msg);
 }
 
 static void test_rings_codec(void)
@@ -252,7 +351,14 @@ static void test_lo(void)
         rc = devmem_nic_set_ntuple("lo", 1, &e);
         CHECK(-EOPNOTSUPP == rc && NULL != strstr(e.msg, "does not implement it"),
               "ntuple on, on lo: \"%s\"", e.msg);
+        rc = devmem_nic_set_rx_buf_len("lo", 32768, NULL, &e);
+        CHECK(-EOPNOTSUPP == rc && NULL != strstr(e.msg, "rx-buf-len 32768 on lo: ")
+                  && NULL != strstr(e.msg, "(kernel"),
+              "rx-buf-len on lo: EOPNOTSUPP, naming lo: \"%s\"", e.msg);
     }
+    rc = devmem_nic_set_rx_buf_len("lo", 0, NULL, &e);
+    CHECK(-EINVAL == rc && NULL != strstr(e.msg, "on lo"), "rx-buf-len 0: EINVAL \"%s\"",
+          e.msg);
     rc = devmem_nic_drvinfo("dmnone0", &di, &e);
     CHECK(-ENODEV == rc && NULL != strstr(e.msg, "no such interface"),
           "a missing interface: ENODEV \"%s\"", e.msg);
@@ -299,6 +405,9 @@ static void test_unprivileged(void)
         rc = devmem_nic_set_header_split("lo", DEVMEM_NIC_HDS_ON, 1, 0, &e);
         bad += -EPERM != rc || NULL == strstr(e.msg, "CAP_NET_ADMIN");
         printf("%s: unprivileged header split: \"%s\"\n", -EPERM == rc ? "ok  " : "FAIL", e.msg);
+        rc = devmem_nic_set_rx_buf_len("lo", 4096, NULL, &e);
+        bad += -EPERM != rc || NULL == strstr(e.msg, "CAP_NET_ADMIN");
+        printf("%s: unprivileged rx-buf-len: \"%s\"\n", -EPERM == rc ? "ok  " : "FAIL", e.msg);
         fflush(stdout);
         _exit(bad ? 1 : 0);
     }
@@ -318,6 +427,7 @@ int main(void)
 {
     test_flow_spec();
     test_rings_codec();
+    test_rx_buf_len();
     test_lo();
     test_unprivileged();
     return check_finish();

@@ -644,6 +644,7 @@ int devmem_nic_flow_del(const char *ifname, uint32_t rule_id, struct devmem_err 
 
 static const char *const rings_attr_names[] = {
     [DEVMEM_ETHTOOL_A_RINGS_HEADER] = "header",
+    [DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN] = "rx-buf-len",
     [DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT] = "tcp-data-split",
     [DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH] = "hds-thresh",
 };
@@ -697,6 +698,32 @@ int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t
         return -ENOBUFS;
     }
     return (int) nlh->nlmsg_len;
+}
+
+int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                          const char *ifname, uint32_t len)
+{
+    struct nlmsghdr *nlh;
+
+    if (0 == len) {
+        return -EINVAL;
+    }
+    nlh = rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_SET, ifname);
+    if (NULL == nlh
+        || !mnl_attr_put_u32_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN, len)) {
+        return -ENOBUFS;
+    }
+    return (int) nlh->nlmsg_len;
+}
+
+int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
+                                const char *ifname, const char *what, struct devmem_err *err)
+{
+    char label[96];
+
+    snprintf(label, sizeof(label), "ethtool %s on %s", what, ifname);
+    return devmem_nl_status_err(st, req, len, label, rings_attr_names,
+                                sizeof(rings_attr_names) / sizeof(rings_attr_names[0]), err);
 }
 
 static int rings_u32(const void *payload, size_t len, uint32_t *v)
@@ -762,14 +789,15 @@ int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
     return devmem_nl_parse(buf, len, seq, rings_cb, rings, st, err);
 }
 
-/* One rings exchange (get when rings != NULL, else set). */
+/* One rings exchange: get when rings != NULL, else set rx-buf-len when rx_buf_len != 0, else
+ * set header split. */
 static int rings_transact(const char *ifname, struct devmem_nic_rings *rings,
                           enum devmem_nic_hds split, int set_thresh, uint32_t thresh,
-                          const char *what, struct devmem_err *err)
+                          uint32_t rx_buf_len, const char *what, struct devmem_err *err)
 {
     struct devmem_nl *nl = NULL;
     unsigned char req[128];
-    char label[64];
+    char label[96];
     int rc;
 
     rc = check_ifname(ifname, what, err);
@@ -783,6 +811,9 @@ static int rings_transact(const char *ifname, struct devmem_nic_rings *rings,
     if (NULL != rings) {
         rc = devmem_nic_build_rings_get(req, sizeof(req), devmem_nl_family_id(nl),
                                         devmem_nl_next_seq(nl), ifname);
+    } else if (0 != rx_buf_len) {
+        rc = devmem_nic_build_rings_set_rx_buf_len(req, sizeof(req), devmem_nl_family_id(nl),
+                                                   devmem_nl_next_seq(nl), ifname, rx_buf_len);
     } else {
         rc = devmem_nic_build_rings_set(req, sizeof(req), devmem_nl_family_id(nl),
                                         devmem_nl_next_seq(nl), ifname, split, set_thresh,
@@ -806,7 +837,7 @@ int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
                          struct devmem_err *err)
 {
     memset(rings, 0, sizeof(*rings));
-    return rings_transact(ifname, rings, DEVMEM_NIC_HDS_UNKNOWN, 0, 0, "rings-get", err);
+    return rings_transact(ifname, rings, DEVMEM_NIC_HDS_UNKNOWN, 0, 0, 0, "rings-get", err);
 }
 
 int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
@@ -815,7 +846,28 @@ int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, i
     if (DEVMEM_NIC_HDS_UNKNOWN == split && !set_thresh) {
         return 0; /* nothing asked */
     }
-    return rings_transact(ifname, NULL, split, set_thresh, thresh, "rings-set", err);
+    return rings_transact(ifname, NULL, split, set_thresh, thresh, 0, "rings-set", err);
+}
+
+int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
+                              struct devmem_err *err)
+{
+    struct devmem_nic_rings rings;
+    char what[48];
+    int rc;
+
+    if (0 == len) {
+        return devmem_err_set(err, EINVAL, "ethtool rx-buf-len on %s: a length of 0 bytes",
+                              NULL == ifname ? "(null)" : ifname);
+    }
+    snprintf(what, sizeof(what), "rings-set rx-buf-len %u", (unsigned) len);
+    rc = rings_transact(ifname, NULL, DEVMEM_NIC_HDS_UNKNOWN, 0, 0, len, what, err);
+    if (0 == rc && NULL != in_use) {
+        /* what the driver made of it: it may round, or keep a length of its own */
+        rc = devmem_nic_get_rings(ifname, &rings, err);
+        *in_use = 0 == rc && rings.has_rx_buf_len ? rings.rx_buf_len : 0;
+    }
+    return rc;
 }
 
 #else /* !HAVE_LIBMNL */
@@ -838,6 +890,25 @@ int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
                            struct devmem_err *err)
 {
     return devmem_err_set(err, EOPNOTSUPP, "built without libmnl");
+}
+
+int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                          const char *ifname, uint32_t len)
+{
+    return -EOPNOTSUPP;
+}
+
+int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
+                                const char *ifname, const char *what, struct devmem_err *err)
+{
+    return devmem_err_set(err, EOPNOTSUPP, "built without libmnl");
+}
+
+int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
+                              struct devmem_err *err)
+{
+    return devmem_err_set(err, EOPNOTSUPP, "ethtool rings-set: built without libmnl "
+                          "(rx-buf-len is set through ethtool netlink)");
 }
 
 int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,

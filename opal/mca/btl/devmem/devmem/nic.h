@@ -73,6 +73,14 @@ int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
 int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
                                 uint32_t thresh, struct devmem_err *err);
 
+/* The RX buffer length (ethtool rx-buf-len, ETHTOOL_A_RINGS_RX_BUF_LEN): device-wide, for
+ * every RX queue of ifname; Linux 6.18 has no per-queue setting (netdev netlink has no
+ * queue-set). Drivers without it refuse (EOPNOTSUPP, "setting rx buf len not supported");
+ * err then names the interface, the value and the kernel's words. On success *in_use (may be
+ * NULL) is the length the driver reports afterwards, 0 when it reports none. */
+int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
+                              struct devmem_err *err);
+
 /* RSS: ETHTOOL_GRXRINGS and the indirection table (ETHTOOL_GRXFHINDIR / SRXFHINDIR). */
 struct devmem_nic_rss {
     uint32_t rx_rings;   /* RX rings the driver reports */
@@ -152,9 +160,16 @@ int devmem_nic_build_rings_get(void *buf, size_t size, uint16_t family, uint32_t
 int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
                                const char *ifname, enum devmem_nic_hds split, int set_thresh,
                                uint32_t thresh);
+/* rings-set with rx-buf-len `len` alone (0: -EINVAL, the kernel's policy refuses it). */
+int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                          const char *ifname, uint32_t len);
+/* Describe a refused rings exchange req[0..len) in err as the setters do: "netlink: ethtool
+ * WHAT on IFNAME: <strerror> (kernel: <extack>) [it flagged <attribute>]"; -st->error. */
+struct devmem_nl_status;
+int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
+                                const char *ifname, const char *what, struct devmem_err *err);
 /* Parse one buffer of the rings-get exchange, like devmem_nl_parse (1 complete, 0 more,
  * -EBADMSG). Zero *rings first. */
-struct devmem_nl_status;
 int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
                            struct devmem_nic_rings *rings, struct devmem_nl_status *st,
                            struct devmem_err *err);
