@@ -20,6 +20,9 @@
 #   5. the real kernel's refusal of lo (EOPNOTSUPP, its extack) relayed to a rank and printed
 #      in the require-mode message; and of a veth, in a namespace made for this run; a socket
 #      from that namespace refused by the helper outside it
+#   6. rx-buf-len: bad values stop the helper naming the line; on a veth, whose driver has no
+#      ring parameters, the helper says once why it cannot set it, serves on, and puts back
+#      nothing when it stops
 # Exit 0 pass, 1 fail, 77 skip (not root, no runuser, no nobody/nogroup).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -220,6 +223,23 @@ if start_helper oneq emulated "interface lo queues 1-8" "allow-group nogroup" \
     fi
 fi
 
+# ---- 6: rx-buf-len values the helper refuses to start with, naming the line
+for v in 5000 2K 128K 32x; do
+    printf 'allow-group root\ninterface lo queues 1-4 rx-buf-len %s\n' "$v" >"$T/rxbad.conf"
+    if out=$("$helperd" --check-config --config "$T/rxbad.conf" 2>&1); then
+        devmem_step_fail "rx-buf-len $v was accepted: $out"
+    elif [[ "$out" == *"rxbad.conf:2: rx-buf-len \"$v\": a power of two from 4K to 64K bytes"* ]]; then
+        devmem_step_ok "rx-buf-len $v refused at start, naming the line: $out"
+    else
+        devmem_step_fail "rx-buf-len $v refused without the reason: $out"
+    fi
+done
+printf 'interface lo queues 1-4 rx-buf-len 32K\n' >"$T/rxgood.conf"
+out=$("$helperd" --check-config --config "$T/rxgood.conf" 2>&1) &&
+    [[ "$out" == *"interfaces lo queues 1-4 rx-buf-len 32768;"* ]] &&
+    devmem_step_ok "rx-buf-len 32K is taken and shown as 32768" ||
+    devmem_step_fail "rx-buf-len 32K: $out"
+
 # ---- 5: the real kernel's refusal, relayed
 if start_helper real real "interface lo queues 0-0" "allow-group nogroup" "socket-group nogroup"; then
     devmem_expect_failure "require on lo as nobody through a real-kernel helper" \
@@ -239,6 +259,33 @@ if command -v ip >/dev/null 2>&1 && ip netns add "$ns" 2>/dev/null; then
         devmem_step_ok "a socket from another network namespace is refused"
     else
         devmem_step_fail "a socket from another network namespace"
+    fi
+    # ---- 6: rx-buf-len on a driver that cannot set it (the other end of the pair)
+    if NETNS_EXEC="ip netns exec $ns" start_helper rxbuf real \
+        "interface $vb queues 0-0 rx-buf-len 32K"; then
+        rxpid=${helper_pids[-1]}
+        ip -n "$ns" addr add 198.51.100.2/24 dev "$vb"
+        ok=1
+        for _ in 1 2; do
+            ip netns exec "$ns" "$clients" "$T/rxbuf.sock" kernel-refuses "$vb" 198.51.100.2 \
+                >>"$T/rxbuf.clients" 2>&1 || ok=
+        done
+        st=$(status_of rxbuf)
+        [ -n "$ok" ] && [[ "$st" == "clients=1 bindings=0 "* ]] &&
+            [[ "$st" == *"interface $vb: "*"rx-buf-len not set"* ]] &&
+            [[ "$st" != *"changed:"* ]] &&
+            devmem_step_ok "rx-buf-len refused by the veth driver: the helper serves on, changed nothing" ||
+            { devmem_step_fail "rx-buf-len on a veth: clients ok=${ok:-no}, status: $st"; cat "$T/rxbuf.clients"; }
+        n=$(grep -c "$vb: rx-buf-len 32768 (policy line 1) not set, its queues keep the driver's RX buffer length: cannot read its ring parameters: .*Operation not supported" "$T/rxbuf.log")
+        [ "$n" -eq 1 ] && devmem_step_ok "the helper logs once why rx-buf-len is not set on $vb" ||
+            { devmem_step_fail "$n log lines on rx-buf-len for $vb, expected 1:"; cat "$T/rxbuf.log"; }
+        kill -TERM "$rxpid" && wait "$rxpid" 2>/dev/null
+        if grep -q "stopped:" "$T/rxbuf.log" && ! grep -Eq "rx-buf-len [0-9]+ back|settings restored" "$T/rxbuf.log"; then
+            devmem_step_ok "stopping, the helper puts nothing back on $vb (it changed nothing)"
+        else
+            devmem_step_fail "the rx-buf-len helper's stop:"
+            cat "$T/rxbuf.log"
+        fi
     fi
     if NETNS_EXEC="ip netns exec $ns" start_helper veth real "interface $va queues 0-0"; then
         # the client in the helper's namespace: a socket from any other is refused

@@ -163,6 +163,75 @@ static void note(struct hd_iface *itf, const char *what, const char *why)
     }
 }
 
+/* The policy's rx-buf-len could not be had: the queues keep the driver's length. Said once
+ * per interface, at start or at the first setup, whichever finds it. */
+static void rx_buf_refused(struct hd_iface *itf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void rx_buf_refused(struct hd_iface *itf, const char *fmt, ...)
+{
+    char why[DEVMEM_ERR_MSG_MAX + 64];
+    va_list ap;
+
+    itf->rxbuf_refused = true;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    hd_log(LOG_WARNING, "%s: rx-buf-len %u (policy line %d) not set, its queues keep the "
+           "driver's RX buffer length: %s", itf->name, (unsigned) itf->pol->rx_buf_len,
+           itf->pol->at.line, why);
+}
+
+/*
+ * The policy's rx-buf-len on itf (device-wide: Linux 6.18 has no per-queue length). apply
+ * false changes nothing: a rings-set of the length in use is a no-op in the kernel, which
+ * still refuses it where the driver cannot set the length at all. Only a length the driver
+ * reports is changed, since only that can be put back.
+ */
+static void real_rx_buf(struct hd_iface *itf, bool apply)
+{
+    uint32_t want = itf->pol->rx_buf_len, in_use = 0;
+    struct devmem_nic_rings rings;
+    struct devmem_err e;
+    int rc;
+
+    if (0 == want || itf->rxbuf_refused) {
+        return;
+    }
+    if (0 != (rc = devmem_nic_get_rings(itf->name, &rings, &e))) {
+        rx_buf_refused(itf, "cannot read its ring parameters: %s", e.msg);
+        return;
+    }
+    if (!rings.has_rx_buf_len || 0 == rings.rx_buf_len) {
+        rx_buf_refused(itf, "the driver does not report its RX buffer length, so it could not "
+                       "be put back");
+        return;
+    }
+    itf->rxbuf_in_use = rings.rx_buf_len;
+    if (rings.rx_buf_len == want) {
+        return;
+    }
+    rc = devmem_nic_set_rx_buf_len(itf->name, apply ? want : rings.rx_buf_len, &in_use, &e);
+    if (0 != rc) {
+        rx_buf_refused(itf, "%s", e.msg);
+        return;
+    }
+    if (!apply) {
+        return;
+    }
+    if (!itf->rxbuf_set) {
+        itf->rxbuf_was = rings.rx_buf_len;
+    }
+    itf->rxbuf_set = true;
+    itf->rxbuf_in_use = in_use;
+    hd_log(LOG_INFO, "%s: rx-buf-len %u (was %u; the driver reports %u)", itf->name,
+           (unsigned) want, (unsigned) itf->rxbuf_was, (unsigned) in_use);
+}
+
+static void real_check_iface(struct hd_iface *itf)
+{
+    real_rx_buf(itf, false);
+}
+
 static int real_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
 {
     struct devmem_nic_rings rings;
@@ -211,6 +280,7 @@ static int real_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
         itf->rss_set = true;
         hd_log(LOG_INFO, "%s: RSS spread over queues 0-%u only", itf->name, itf->pol->qlo - 1);
     }
+    real_rx_buf(itf, true); /* last: most drivers restart every queue to change it */
     return 0;
 }
 
@@ -240,7 +310,25 @@ static int real_bind(struct hd_iface *itf, int fd, bool rx, unsigned int first, 
 static int real_bind_rx(struct hd_iface *itf, int fd, unsigned int first, unsigned int n,
                         uint32_t *id, void **kstate, struct devmem_err *err)
 {
-    return real_bind(itf, fd, true, first, n, id, kstate, err);
+    struct devmem_err e;
+    int rc = real_bind(itf, fd, true, first, n, id, kstate, err);
+
+    /* The devmem memory provider takes page-size buffers only (mp_dmabuf_devmem_init refuses
+     * a page pool of a higher order with E2BIG, Linux 6.12 to 6.18): a driver that met the
+     * larger rx-buf-len with larger pages cannot bind. Its own length back, and once more. */
+    if (-E2BIG == rc && itf->rxbuf_set) {
+        if (0 != devmem_nic_set_rx_buf_len(itf->name, itf->rxbuf_was, NULL, &e)) {
+            hd_log(LOG_ERR, "%s: could not put rx-buf-len %u back: %s", itf->name,
+                   (unsigned) itf->rxbuf_was, e.msg);
+            return rc;
+        }
+        itf->rxbuf_set = false;
+        itf->rxbuf_in_use = itf->rxbuf_was;
+        rx_buf_refused(itf, "bind-rx failed with it (%s): this kernel's devmem takes page-size "
+                       "buffers only; put back to %u", err->msg, (unsigned) itf->rxbuf_was);
+        rc = real_bind(itf, fd, true, first, n, id, kstate, err);
+    }
+    return rc;
 }
 
 static int real_bind_tx(struct hd_iface *itf, int fd, uint32_t *id, void **kstate,
@@ -338,6 +426,14 @@ static void real_restore(struct hd_iface *itf)
                                             itf->hds_thresh_known, itf->hds_thresh_was, &e)) {
         hd_log(LOG_ERR, "%s: could not put header split back: %s", itf->name, e.msg);
     }
+    if (itf->rxbuf_set) {
+        if (0 != devmem_nic_set_rx_buf_len(itf->name, itf->rxbuf_was, NULL, &e)) {
+            hd_log(LOG_ERR, "%s: could not put rx-buf-len %u back: %s", itf->name,
+                   (unsigned) itf->rxbuf_was, e.msg);
+        } else {
+            itf->rxbuf_in_use = itf->rxbuf_was;
+        }
+    }
 }
 
 const struct hd_backend_ops hd_backend_real = {
@@ -346,6 +442,7 @@ const struct hd_backend_ops hd_backend_real = {
     .probe_rx = real_probe_rx,
     .check_dmabuf = real_check_dmabuf,
     .prepare_rx = real_prepare_rx,
+    .check_iface = real_check_iface,
     .bind_rx = real_bind_rx,
     .bind_tx = real_bind_tx,
     .unbind = real_unbind,
@@ -467,6 +564,15 @@ static int emul_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
     return 0;
 }
 
+/* The emulated NIC reports no RX buffer length: the policy's is refused there, as by most
+ * drivers, and said once. */
+static void emul_check_iface(struct hd_iface *itf)
+{
+    if (0 != itf->pol->rx_buf_len && !itf->rxbuf_refused) {
+        rx_buf_refused(itf, "the emulated kernel has no RX buffers to size");
+    }
+}
+
 static int emul_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
 {
     if (0 == itf->pol->qlo) { /* as on a real NIC, whose RSS always uses queue 0 */
@@ -478,6 +584,7 @@ static int emul_prepare_rx(struct hd_iface *itf, struct devmem_err *err)
         itf->hds_set = true;
     }
     itf->rss_set = true; /* the range starts above 0: RSS is "kept below" it */
+    emul_check_iface(itf);
     note(itf, "emulated", "no NIC was changed");
     return 0;
 }
@@ -599,6 +706,7 @@ const struct hd_backend_ops hd_backend_emulated = {
     .probe_rx = emul_probe_rx,
     .check_dmabuf = emul_check_dmabuf,
     .prepare_rx = emul_prepare_rx,
+    .check_iface = emul_check_iface,
     .bind_rx = emul_bind_rx,
     .bind_tx = emul_bind_tx,
     .unbind = emul_unbind,

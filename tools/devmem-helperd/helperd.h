@@ -39,8 +39,13 @@ struct hd_origin {
 struct hd_policy_iface {
     char name[DEVMEM_HELPER_IFNAME];
     unsigned int qlo, qhi; /* RX queues the helper may bind, inclusive */
+    uint32_t rx_buf_len;   /* bytes of each RX buffer to ask the driver for; 0: its own */
     struct hd_origin at;
 };
+/* rx-buf-len: a power of two in this range. A devmem fragment (a token) covers at most one
+ * buffer; past 64 KiB no NIC's hardware GRO fills one. */
+#define HD_RX_BUF_LEN_MIN 4096u
+#define HD_RX_BUF_LEN_MAX 65536u
 
 struct hd_policy {
     char path[256]; /* the file read, "" when none */
@@ -93,6 +98,10 @@ struct hd_iface {
     int hds_was;            /* enum devmem_nic_hds found before */
     uint32_t hds_thresh_was;
     bool hds_thresh_known;
+    /* the policy's rx-buf-len: set (and the length found before), or refused (said once) */
+    bool rxbuf_set, rxbuf_refused;
+    uint32_t rxbuf_was;
+    uint32_t rxbuf_in_use;  /* what the driver reports after prepare; 0: not known */
     char nic_note[160];     /* what prepare could not check (e.g. "RSS: not reported") */
     long idle_since_ms;     /* when its last binding went */
     struct hd_iface *next;
@@ -149,9 +158,13 @@ struct hd_backend_ops {
     /* Is fd a dmabuf this backend can bind? Its size in *bytes; the refusal names it. */
     int (*check_dmabuf)(int fd, uint64_t *bytes, struct devmem_err *err);
     /* Before an RX binding: header split on with threshold 0, RSS kept below the policy's
-     * first queue. What the driver does not report is left to the kernel's own checks at
-     * bind time and noted in itf->nic_note. */
+     * first queue, the policy's rx-buf-len (not fatal: a driver's refusal is logged once).
+     * What the driver does not report is left to the kernel's own checks at bind time and
+     * noted in itf->nic_note. */
     int (*prepare_rx)(struct hd_iface *itf, struct devmem_err *err);
+    /* At start, changing nothing: whether the driver of itf can take the policy's rx-buf-len;
+     * logs once why not, so that an administrator hears of it before the first job. */
+    void (*check_iface)(struct hd_iface *itf);
     int (*bind_rx)(struct hd_iface *itf, int dmabuf_fd, unsigned int first, unsigned int n,
                    uint32_t *id, void **kstate, struct devmem_err *err);
     int (*bind_tx)(struct hd_iface *itf, int dmabuf_fd, uint32_t *id, void **kstate,
@@ -248,6 +261,8 @@ void hd_bindings_recheck(struct helperd *hd);
 /* Put back the NIC settings of interfaces with no binding: those idle for a grace period,
  * or all of them (now: the helper stops). Policy restore no: nothing. */
 void hd_ifaces_restore(struct helperd *hd, bool now);
+/* At start: check each policy interface that exists (the backend's check_iface). */
+void hd_ifaces_check(struct helperd *hd);
 /* Drop clients that have not said hello, or finished a message, within the deadline. */
 void hd_clients_expire(struct helperd *hd, long now_ms);
 long hd_now_ms(void);

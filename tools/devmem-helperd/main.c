@@ -407,6 +407,7 @@ int main(int argc, char **argv)
     hd_log(LOG_NOTICE, "listening at %s (kernel %s, policy %s, %zu interface(s))", path,
            hd.be->name, '\0' != hd.policy.path[0] ? hd.policy.path : "built-in defaults",
            hd.policy.nifaces);
+    hd_ifaces_check(&hd);
     rc = serve(&hd, lfd, sfd);
     close(lfd);
     unlink(path);

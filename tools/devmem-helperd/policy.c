@@ -3,7 +3,9 @@
  * The helper's policy: the configuration file, and the decisions that depend on it alone.
  *
  * One setting per line, '#' starts a comment:
- *   interface NAME queues LO-HI    RX queues the helper may bind on NAME (repeatable)
+ *   interface NAME queues LO-HI [rx-buf-len SIZE]
+ *                                  RX queues the helper may bind on NAME (repeatable), and the
+ *                                  RX buffer length to ask NAME's driver for when it does
  *   allow-group GROUP...           only members may use the helper (root always may)
  *   socket-group GROUP             the socket's group (mode 0660); else root only (0600)
  *   max-clients N, max-clients-per-user N
@@ -181,8 +183,10 @@ static int apply_line(struct hd_policy *p, char **w, int nw, int line, struct de
     if (0 == strcmp(key, "interface")) {
         struct hd_policy_iface *pi;
 
-        if (4 != nw || 0 != strcmp(w[2], "queues")) {
-            return BAD("%s:%d: expected \"interface NAME queues LO-HI\"", p->path, line);
+        if ((4 != nw && 6 != nw) || 0 != strcmp(w[2], "queues")
+            || (6 == nw && 0 != strcmp(w[4], "rx-buf-len"))) {
+            return BAD("%s:%d: expected \"interface NAME queues LO-HI [rx-buf-len SIZE]\"",
+                       p->path, line);
         }
         if (strlen(w[1]) >= DEVMEM_HELPER_IFNAME || NULL != hd_policy_iface(p, w[1])) {
             return BAD("%s:%d: interface \"%s\" is too long or listed twice", p->path, line,
@@ -195,6 +199,18 @@ static int apply_line(struct hd_policy *p, char **w, int nw, int line, struct de
         if (0 != parse_range(w[3], &pi->qlo, &pi->qhi) || pi->qhi - pi->qlo >= HD_QUEUES_MAX) {
             return BAD("%s:%d: queue range \"%s\": LO-HI with at most %d queues", p->path, line,
                        w[3], HD_QUEUES_MAX);
+        }
+        pi->rx_buf_len = 0;
+        if (6 == nw) {
+            uint64_t v = 0;
+
+            if (0 != parse_size(w[5], &v) || v < HD_RX_BUF_LEN_MIN || v > HD_RX_BUF_LEN_MAX
+                || 0 != (v & (v - 1))) {
+                return BAD("%s:%d: rx-buf-len \"%s\": a power of two from %uK to %uK bytes",
+                           p->path, line, w[5], HD_RX_BUF_LEN_MIN >> 10,
+                           HD_RX_BUF_LEN_MAX >> 10);
+            }
+            pi->rx_buf_len = (uint32_t) v;
         }
         strcpy(pi->name, w[1]);
         pi->at = at;

@@ -68,14 +68,28 @@ void hd_ifaces_restore(struct helperd *hd, bool now)
 {
     for (struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
         if (0 != itf->nbindings || !hd->policy.restore
-            || !(itf->hds_set || itf->rss_set || itf->ntuple_set)
+            || !(itf->hds_set || itf->rss_set || itf->ntuple_set || itf->rxbuf_set)
             || (!now && hd_now_ms() - itf->idle_since_ms < HD_RESTORE_GRACE_MS)) {
             continue;
         }
         hd->be->restore(itf);
         hd_log(LOG_INFO, "%s: no binding for %s, NIC settings restored", itf->name,
                now ? "the helper stopping" : "30 s");
-        itf->hds_set = itf->rss_set = itf->ntuple_set = false;
+        itf->hds_set = itf->rss_set = itf->ntuple_set = itf->rxbuf_set = false;
+    }
+}
+
+void hd_ifaces_check(struct helperd *hd)
+{
+    for (size_t i = 0; i < hd->policy.nifaces; i++) {
+        const struct hd_policy_iface *pol = &hd->policy.ifaces[i];
+        unsigned int ifindex = 0 != pol->rx_buf_len ? if_nametoindex(pol->name) : 0;
+        struct hd_iface *itf;
+
+        /* one not there yet is checked when a rank first asks for it */
+        if (0 != pol->rx_buf_len && 0 != ifindex && NULL != (itf = iface_get(hd, pol, ifindex))) {
+            hd->be->check_iface(itf);
+        }
     }
 }
 

@@ -77,12 +77,22 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         put(&o, "interface %s: queues %u-%u, %u bound; bindings=%u rules=%u contexts=%u",
             itf->name, itf->pol->qlo, itf->pol->qhi, used, itf->nbindings, itf->nrules,
             itf->nctx);
-        if (itf->hds_set || itf->rss_set || itf->ntuple_set) {
-            put(&o, "; changed:%s%s%s", itf->hds_set ? " header-split" : "",
-                itf->rss_set ? " rss" : "", itf->ntuple_set ? " ntuple" : "");
+        if (itf->hds_set || itf->rss_set || itf->ntuple_set || itf->rxbuf_set) {
+            put(&o, "; changed:%s%s%s%s", itf->hds_set ? " header-split" : "",
+                itf->rss_set ? " rss" : "", itf->ntuple_set ? " ntuple" : "",
+                itf->rxbuf_set ? " rx-buf-len" : "");
         }
         if (itf->hds_set) {
             put(&o, " (header split was %s)", hds_name(itf->hds_was));
+        }
+        if (itf->rxbuf_set) {
+            put(&o, " (rx-buf-len was %u)", (unsigned) itf->rxbuf_was);
+        }
+        if (0 != itf->rxbuf_in_use) {
+            put(&o, "; rx-buf-len %u in use", (unsigned) itf->rxbuf_in_use);
+        }
+        if (itf->rxbuf_refused) {
+            put(&o, "; policy's rx-buf-len not set (the log says why)");
         }
         if (0 != itf->ctx_stuck) {
             put(&o, "; %u RSS context(s) that would not go", itf->ctx_stuck);
@@ -128,6 +138,9 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         for (size_t i = 0; i < p->nifaces; i++) {
             put(&o, "%s %s queues %u-%u", 0 == i ? " interfaces" : ",", p->ifaces[i].name,
                 p->ifaces[i].qlo, p->ifaces[i].qhi);
+            if (0 != p->ifaces[i].rx_buf_len) {
+                put(&o, " rx-buf-len %u", (unsigned) p->ifaces[i].rx_buf_len);
+            }
         }
         put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; per binding: "
             "max-queues %u; allow-tx %s; tx-shared %s; restore %s\n", p->max_bindings,
