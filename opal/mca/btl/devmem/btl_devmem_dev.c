@@ -640,6 +640,15 @@ static int dev_setup(mca_btl_devmem_module_t *m)
         dev_release(d);
         return rc;
     }
+    if (DEVMEM_KERNEL_REAL == dev_state.k->kind) {
+        struct devmem_nic_rings rings;
+        struct devmem_err e;
+
+        /* a token covers at most one RX buffer: the cost per MiB the verbose line states */
+        if (0 == devmem_nic_get_rings(m->itf.name, &rings, &e) && rings.has_rx_buf_len) {
+            d->rx_buf_len = rings.rx_buf_len;
+        }
+    }
     m->dev = d;
     m->dev_reason[0] = '\0';
     return 0;
@@ -761,12 +770,18 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
                     best = (enum devmem_path) cls;
                     best_if = m->itf.name;
                 }
+                char rxbuf[48] = "";
+
+                if (0 != m->dev->rx_buf_len) {
+                    snprintf(rxbuf, sizeof(rxbuf), ", NIC rx-buf-len %u",
+                             (unsigned) m->dev->rx_buf_len);
+                }
                 DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding "
-                               "%u, device flows on port %u%s%s%s%s", m->itf.name,
+                               "%u, device flows on port %u%s%s%s%s%s", m->itf.name,
                                dev_state.k->ops->name, m->dev->pool.size >> 10,
                                m->dev->pool.provider->name, m->dev->rx_id,
-                               (unsigned) m->dev->listener.port, near[0] ? "; path to " : "",
-                               near, near[0] ? ": " : "",
+                               (unsigned) m->dev->listener.port, rxbuf,
+                               near[0] ? "; path to " : "", near, near[0] ? ": " : "",
                                near[0] ? devmem_path_name((enum devmem_path) cls) : "");
                 continue;
             }

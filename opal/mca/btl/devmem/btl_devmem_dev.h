@@ -30,6 +30,9 @@ struct mca_btl_devmem_dev {
     uint32_t rx_id;             /* its RX binding */
     unsigned int rx_queue;      /* the first bound RX queue */
     unsigned int rx_nqueues;    /* queues bound: rx_queue .. rx_queue + rx_nqueues - 1 */
+    uint32_t rx_buf_len;        /* the NIC's RX buffer length (rx-buf-len) as its driver
+                                 * reports it; 0: not reported. Read only: the ring setup is
+                                 * the administrator's (devmem-helperd's policy) */
     uint32_t rss_ctx;           /* the RSS context over them that the listen port is steered
                                  * into (real: ethtool's; emulated: the emulation's), 0: none */
     int steer_rule;             /* real: ethtool rule id for the listen port, -1 when none */
