@@ -237,6 +237,34 @@ static void release_fd(struct probe_fd *pf)
 
 /* ---- one interface ------------------------------------------------------------------------ */
 
+/* The RX buffer length in use, and whether the driver lets devmem-helperd change it: a
+ * rings-set of the length in use is a no-op in the kernel, which still refuses it where the
+ * driver cannot set the length (Linux 6.18 advertises no maximum). */
+static void print_rx_buf_len(const char *ifname, uint32_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint32_t frag = page > 0 && (uint32_t) page < len ? (uint32_t) page : len;
+    struct devmem_err e;
+    int rc;
+
+    /* the devmem provider of Linux 6.12-6.18 hands out page-size buffers only */
+    printf("  RX buffers:    rx-buf-len %u bytes in use (a token covers at most one buffer",
+           (unsigned) len);
+    if (frag < len) {
+        printf(", and with devmem on Linux up to 6.18 one %u-byte page", (unsigned) frag);
+    }
+    printf(": at least %u tokens a MiB)\n", (unsigned) ((1u << 20) / frag));
+    rc = devmem_nic_set_rx_buf_len(ifname, len, NULL, &e);
+    if (0 == rc) {
+        printf("                 the driver can set it: devmem-helperd's policy line "
+               "\"interface %s queues LO-HI rx-buf-len SIZE\" raises it\n", ifname);
+    } else if (-EPERM == rc) {
+        printf("                 whether the driver can set it: needs CAP_NET_ADMIN to ask\n");
+    } else {
+        printf("                 the driver cannot set it (%s)\n", e.msg);
+    }
+}
+
 static const char *hds_name(enum devmem_nic_hds h)
 {
     switch (h) {
@@ -359,8 +387,7 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
         printf("\n");
         /* a devmem fragment (a token to give back) holds at most one RX buffer */
         if (rings.has_rx_buf_len && rings.rx_buf_len > 0) {
-            printf("  RX buffers:    rx-buf-len %u bytes (at least %u tokens a MiB)\n",
-                   rings.rx_buf_len, (unsigned) ((1u << 20) / rings.rx_buf_len));
+            print_rx_buf_len(ifname, rings.rx_buf_len);
         } else {
             printf("  RX buffers:    rx-buf-len not reported (the driver's own, a page or a "
                    "packet: a token per packet)\n");
