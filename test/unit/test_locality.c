@@ -48,6 +48,31 @@ static const char *fixture(char *path, size_t len)
     return path;
 }
 
+/* CPU lists as the runtime gives a rank's binding (PMIX_CPUSET): the good ones, and each
+ * kind of bad one refused with a reason. */
+static void cpulist_cases(void)
+{
+    static const char *const bad[] = {"", "3-1", "0-4", "1,0", "0,,1", "a", "1-", "-1",
+                                      "0 1", "2,2", "0x3", " 1", "1- 2"};
+    struct devmem_err e;
+    int cpus[8];
+    size_t n = 0;
+    int rc;
+
+    rc = devmem_cpulist_parse("0-2,4,6-7", 8, cpus, 8, &n, &e);
+    CHECK(0 == rc && 6 == n && 0 == cpus[0] && 2 == cpus[2] && 4 == cpus[3] && 7 == cpus[5],
+          "CPU list 0-2,4,6-7: %zu CPUs", n);
+    rc = devmem_cpulist_parse("5", 8, cpus, 8, &n, &e);
+    CHECK(0 == rc && 1 == n && 5 == cpus[0], "CPU list 5: one CPU");
+    rc = devmem_cpulist_parse("0-7", 8, cpus, 3, &n, &e);
+    CHECK(0 == rc && 3 == n && 2 == cpus[2], "at most max CPUs from a list: %zu", n);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rc = devmem_cpulist_parse(bad[i], 4, cpus, 8, &n, &e);
+        CHECK(-EINVAL == rc && 0 == n && '\0' != e.msg[0], "CPU list \"%s\" refused: %s",
+              bad[i], e.msg);
+    }
+}
+
 int main(void)
 {
     static const struct {
@@ -64,6 +89,7 @@ int main(void)
     char path[4096];
     int rc;
 
+    cpulist_cases();
     rc = devmem_topo_open(&topo, "/nonexistent/topology.xml", &e);
     if (-ENOSYS == rc) {
         printf("skip: %s\n", e.msg);

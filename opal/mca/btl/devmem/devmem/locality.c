@@ -6,6 +6,7 @@
 
 #include "locality.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,53 @@ const char *devmem_path_name(enum devmem_path p)
     case DEVMEM_PATH_UNKNOWN: return "unknown";
     }
     return "?";
+}
+
+int devmem_cpulist_parse(const char *list, int limit, int *cpus, size_t max, size_t *n,
+                         struct devmem_err *err)
+{
+    const char *at = list;
+    size_t count = 0;
+    int last = -1;
+
+    *n = 0;
+    if (NULL == list || '\0' == list[0]) {
+        return devmem_err_set(err, EINVAL, "an empty CPU list");
+    }
+    for (;;) {
+        char *end;
+        long lo, hi;
+
+        if (!isdigit((unsigned char) *at)) { /* strtol would take blanks and signs */
+            break;
+        }
+        lo = hi = strtol(at, &end, 10);
+        if ('-' == *end) {
+            at = end + 1;
+            if (!isdigit((unsigned char) *at)) {
+                break;
+            }
+            hi = strtol(at, &end, 10);
+        }
+        if (hi < lo || hi >= limit || lo <= last) {
+            return devmem_err_set(err, EINVAL, "CPU list \"%s\": %ld-%ld is %s", list, lo, hi,
+                                  hi < lo ? "reversed"
+                                  : hi >= limit ? "past the CPUs there are" : "out of order");
+        }
+        for (long c = lo; c <= hi && count < max; c++) {
+            cpus[count++] = (int) c;
+        }
+        last = (int) hi;
+        if ('\0' == *end) {
+            *n = count;
+            return 0;
+        }
+        if (',' != *end) {
+            break;
+        }
+        at = end + 1;
+    }
+    return devmem_err_set(err, EINVAL, "CPU list \"%s\": not a list like 0-3,8", list);
 }
 
 #ifdef HAVE_HWLOC

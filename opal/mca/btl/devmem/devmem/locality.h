@@ -47,4 +47,11 @@ int devmem_topo_path(struct devmem_topo *topo, const char *busid, const char *if
 int devmem_topo_nic_cpus(struct devmem_topo *topo, const char *ifname, int *cpus, size_t max,
                          size_t *n, struct devmem_err *err);
 
+/* A CPU list as the runtime gives a process's binding and the kernel prints CPU sets
+ * ("0-3,8,10-11"): the CPU numbers, ascending and without repeats, at most max of them in
+ * cpus, each below limit; *n says how many. -EINVAL with the reason for anything else (an
+ * empty list, a reversed range, a number at or past limit, a stray character). */
+int devmem_cpulist_parse(const char *list, int limit, int *cpus, size_t max, size_t *n,
+                         struct devmem_err *err);
+
 #endif /* DEVMEM_LOCALITY_H */
