@@ -6,6 +6,8 @@
 # nothing arrives. Read from /proc while it computes:
 #   - each rank has its two threads, named devmem-rx0 and devmem-rx1;
 #   - they may not run on the CPU their rank is bound to (a node with a CPU to spare);
+#   - each rank learned the other's binding (PMIX_CPUSET, at add_procs) and placed its
+#     threads again with it (said at btl_devmem_verbose 10);
 #   - they sleep while their lanes are idle: under 10 % of a CPU over 2 s together (a
 #     thread that spun would take all of its CPU).
 # Then every byte checked, every token back, the stats' rx_threads 2.
@@ -99,6 +101,12 @@ grep -a -e 'latewait: OK' -e 'receiving thread' -e 'rxthreads:' "$out" | cut -c1
 if [ "$rc" -eq 0 ] && grep -aq 'latewait: OK' "$out"; then
     devmem_step_ok "latewait -W: every byte checked ($(grep -a 'latewait: OK' "$out" | cut -c1-120))"
     devmem_expect_device_path "$out" 2 1
+    moved=$(grep -ac "receiving thread(s) moved to CPUs .*\(node's ranks'\|beside the other ranks'\)" "$out")
+    if [ "$moved" -eq 2 ]; then
+        devmem_step_ok "each rank placed its threads again, the other rank's binding known: $(grep -a -m1 'moved to CPUs' "$out" | sed 's/.*btl:devmem: //' | cut -c1-120)"
+    else
+        devmem_step_fail "each rank places its threads again once it knows the other's binding: $moved such lines, want 2"
+    fi
     devmem_expect_stat "$out" 0 rx_threads -eq 2
     devmem_expect_stat "$out" 1 rx_threads -eq 2
 else

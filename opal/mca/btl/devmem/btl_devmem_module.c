@@ -5,6 +5,7 @@
  */
 #include "opal_config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "opal/datatype/opal_convertor.h"
@@ -18,6 +19,7 @@
 #include "btl_devmem_proc.h"
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
+#include "btl_devmem_rxthread.h"
 
 int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
@@ -33,6 +35,16 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
         peers[i] = NULL;
         if (procs[i] == me) {
             continue; /* btl/self carries messages to ourselves */
+        }
+        if (OPAL_PROC_ON_LOCAL_HOST(procs[i]->proc_flags)
+            && __atomic_load_n(&mca_btl_devmem_component.rx_threads_running, __ATOMIC_RELAXED)) {
+            char *cpus = mca_btl_devmem_proc_cpus(procs[i]);
+
+            /* where a rank of this node computes, our receiving threads should not */
+            if (NULL != cpus) {
+                mca_btl_devmem_rxthreads_avoid(cpus);
+                free(cpus);
+            }
         }
         if (NULL == (peer = mca_btl_devmem_proc_create(procs[i]))) {
             continue;

@@ -9,7 +9,10 @@
 
 #include "opal_config.h"
 
+#include <stdlib.h>
+
 #include "opal/mca/btl/btl.h"
+#include "opal/util/proc.h"
 
 #if BTL_VERSION >= 330
 #include "opal/mca/pmix/pmix-internal.h"
@@ -32,6 +35,25 @@
 #else
 #define MCA_BTL_DEVMEM_MODEX_SCOPE OPAL_PMIX_GLOBAL
 #endif
+
+/* The CPUs a process of the job was bound to at launch, as the runtime lists them ("0-3,8",
+ * PMIX_CPUSET); NULL when it was not bound or the runtime does not say. Free the result. */
+static inline char *mca_btl_devmem_proc_cpus(const opal_proc_t *proc)
+{
+    char *list = NULL;
+    int rc;
+
+#if BTL_VERSION >= 330
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, PMIX_CPUSET, &proc->proc_name, &list, PMIX_STRING);
+#else
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_CPUSET, &proc->proc_name, &list, OPAL_STRING);
+#endif
+    if (OPAL_SUCCESS != rc) {
+        free(list);
+        return NULL;
+    }
+    return list;
+}
 
 /* Whether this component may be opened again in the same process: Open MPI 5 closes it when
  * the last MPI session ends and opens it for the next one; 4.1 initializes once. */

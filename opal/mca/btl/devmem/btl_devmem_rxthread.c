@@ -356,17 +356,33 @@ static const struct mca_btl_devmem_devflow_rx_server server = {take, give_back, 
 
 /* ---------------------------------------------------------------- placement */
 
+/* The CPUs this node's other ranks are bound to (mca_btl_devmem_rxthreads_avoid), which
+ * the threads keep off as they keep off their own rank's; known: at least one said. */
+static cpu_set_t others;
+static bool others_known;
+
+/* where = from less busy, when that leaves a CPU. */
+static bool take_less(cpu_set_t *where, const cpu_set_t *from, const cpu_set_t *busy)
+{
+    CPU_XOR(where, from, busy);
+    CPU_AND(where, where, from);
+    return CPU_COUNT(where) > 0;
+}
+
 /* Where the threads run. Near the NIC of the device path (hwloc: its NUMA node or package)
- * and off the CPUs this rank is bound to, where it computes: the NIC's CPUs less the rank's
- * when that leaves any, else every CPU less the rank's. A rank bound nowhere (all CPUs) has
- * its threads on the NIC's CPUs when they are known. Otherwise, or when nothing is left,
- * the threads run where the rank does. false: leave them so; said tells why, or where. */
+ * and off the CPUs this node's ranks are bound to, where they compute: this rank's and, once
+ * add_procs has told them, the other local ranks'. In order, the first that leaves a CPU:
+ * the NIC's CPUs less every rank's, every CPU less every rank's, the NIC's less this rank's,
+ * every CPU less this rank's. A rank bound nowhere (all CPUs) has its threads on the NIC's
+ * CPUs less the other ranks' (or all of the NIC's) when they are known. Otherwise, or when
+ * nothing is left, the threads run where the rank does. false: leave them so; said tells
+ * why, or where. */
 static bool place(cpu_set_t *where, char *said, size_t len)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     const char *xml = NULL != c->topology && '\0' != c->topology[0] ? c->topology : NULL;
-    const char *nic = NULL;
-    cpu_set_t own, near, all;
+    const char *nic = NULL, *whose = others_known ? "this node's ranks'" : "this rank's";
+    cpu_set_t own, near, all, busy;
     struct devmem_topo *topo = NULL;
     struct devmem_err e;
     int cpus[CPU_SETSIZE];
@@ -385,6 +401,12 @@ static bool place(cpu_set_t *where, char *said, size_t len)
     }
     CPU_AND(&own, &own, &all);
     bound = !CPU_EQUAL(&own, &all);
+    CPU_ZERO(&busy);
+    if (bound) {
+        CPU_OR(&busy, &busy, &own);
+    }
+    CPU_OR(&busy, &busy, &others);
+    CPU_AND(&busy, &busy, &all);
     for (int i = 0; i < c->num_modules && NULL == nic; i++) {
         if (NULL != c->modules[i]->dev && !c->modules[i]->itf.loopback) {
             nic = c->modules[i]->itf.name;
@@ -405,25 +427,27 @@ static bool place(cpu_set_t *where, char *said, size_t len)
                      NULL == nic ? "no NIC carries the device path" : "its NIC's CPUs unknown");
             return false;
         }
-        *where = near;
-        snprintf(said, len, "near %s", nic);
+        if (!take_less(where, &near, &busy)) {
+            *where = near;
+        }
+        snprintf(said, len, "near %s%s", nic,
+                 others_known ? ", off the other ranks' CPUs where it could" : "");
         return true;
     }
-    CPU_XOR(where, known ? &near : &all, &own);
-    CPU_AND(where, where, known ? &near : &all);
-    if (0 == CPU_COUNT(where) && known) {
-        CPU_XOR(where, &all, &own);
-        CPU_AND(where, where, &all);
-    }
-    if (0 == CPU_COUNT(where)) {
+    if (known && take_less(where, &near, &busy)) {
+        snprintf(said, len, "near %s, off %s CPUs", nic, whose);
+    } else if (take_less(where, &all, &busy)) {
+        snprintf(said, len, "off %s CPUs; %s", whose,
+                 NULL == nic ? "no NIC carries the device path"
+                 : known ? "none spare near its NIC" : "its NIC's CPUs unknown");
+    } else if (known && take_less(where, &near, &own)) {
+        snprintf(said, len, "near %s, off this rank's CPUs; none spare beside the other ranks'",
+                 nic);
+    } else if (take_less(where, &all, &own)) {
+        snprintf(said, len, "off this rank's CPUs; none spare beside the other ranks'");
+    } else {
         snprintf(said, len, "where the rank runs (no CPU to spare beside its binding)");
         return false;
-    }
-    if (known) {
-        snprintf(said, len, "near %s, off this rank's CPUs", nic);
-    } else {
-        snprintf(said, len, "off this rank's CPUs; %s",
-                 NULL == nic ? "no NIC carries the device path" : "its NIC's CPUs unknown");
     }
     return true;
 }
@@ -559,6 +583,35 @@ int mca_btl_devmem_rxthreads_start(int n)
     return 0;
 }
 
+void mca_btl_devmem_rxthreads_avoid(const char *cpulist)
+{
+    int cpus[CPU_SETSIZE];
+    cpu_set_t where, before = others;
+    struct devmem_err e;
+    char said[128], list[256];
+    size_t n = 0;
+
+    if (0 == rxt.n) {
+        return; /* no threads: nothing to place */
+    }
+    if (0 != devmem_cpulist_parse(cpulist, CPU_SETSIZE, cpus, CPU_SETSIZE, &n, &e)) {
+        DEVMEM_VERBOSE(10, "a local rank's binding: %s", e.msg);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        CPU_SET(cpus[i], &others);
+    }
+    others_known = true;
+    if (CPU_EQUAL(&before, &others) || !place(&where, said, sizeof(said))) {
+        return;
+    }
+    for (int i = 0; i < rxt.n; i++) {
+        (void) pthread_setaffinity_np(rxt.t[i].tid, sizeof(where), &where);
+    }
+    cpus_str(&where, list, sizeof(list));
+    DEVMEM_VERBOSE(10, "%d receiving thread(s) moved to CPUs %s (%s)", rxt.n, list, said);
+}
+
 void mca_btl_devmem_rxthreads_stop(void)
 {
     mca_btl_devmem_devflow_rx_serve(NULL);
@@ -578,5 +631,7 @@ void mca_btl_devmem_rxthreads_stop(void)
     free(rxt.t);
     rxt.t = NULL;
     rxt.n = 0;
+    CPU_ZERO(&others);
+    others_known = false;
     __atomic_store_n(&mca_btl_devmem_component.rx_threads_running, 0, __ATOMIC_RELAXED);
 }

@@ -12,9 +12,9 @@
  * thread: the thread's lock is taken, so the thread is between turns).
  *
  * The threads are named devmem-rx<N> and placed near the device path's NIC (hwloc: its
- * NUMA node or package) and off the CPUs this rank is bound to, where there are CPUs to
- * spare (the placement is said at btl_devmem_verbose 10). Other ranks' bindings on the
- * node are not looked at.
+ * NUMA node or package) and off the CPUs this node's ranks are bound to, where there are
+ * CPUs to spare (the placement is said at btl_devmem_verbose 10): this rank's at the start,
+ * the other local ranks' as add_procs learns them (the runtime's PMIX_CPUSET).
  */
 #ifndef MCA_BTL_DEVMEM_RXTHREAD_H
 #define MCA_BTL_DEVMEM_RXTHREAD_H
@@ -26,6 +26,10 @@ BEGIN_C_DECLS
 /* Start n receiving threads (the component's init, with the device path on) and register
  * them as the device flows' receiving server. 0, or -errno with nothing started. */
 int mca_btl_devmem_rxthreads_start(int n);
+
+/* A local rank is bound to the CPUs in cpulist ("0-3,8"): keep the threads off them too,
+ * moving them if that changes where they belong. Nothing without threads. */
+void mca_btl_devmem_rxthreads_avoid(const char *cpulist);
 
 /* Stop them (the component's close: every lane has closed). */
 void mca_btl_devmem_rxthreads_stop(void);
