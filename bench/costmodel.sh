@@ -8,8 +8,8 @@
 # takes. Never asserts anything; prints its inputs with the table.
 #
 #   bench/costmodel.sh [--costs FILE] [--calls calls.csv] [--rates 200,400] [--flows 1,2,4,8]
-#                      [--threads 1,2,4] [--mtu 4096] [--softirq-pkt-ns 700]
-#                      [--gather-flush-us 22] [--gather-cpu-us 12] [--tx-send-kib 64]
+#                      [--threads 1,2,4] [--mtu 4096] [--rx-buf 4096] [--softirq-pkt-ns 700]
+#                      [--gather-flush-us 21] [--gather-cpu-us 6.5] [--tx-send-kib 64]
 #                      [--pool gpu|host]
 #
 #   --costs     call_costs' line (default: run $DEVMEM_BUILD/bench/call_costs -r 5 now)
@@ -18,21 +18,26 @@
 #               5.27, 1.75 and 1.74, this VM's ns-df4 figures of 2026-11-27, batched gathers)
 #   --threads   receiving threads (btl_devmem_rx_threads; a flow is one thread's, so at most
 #               as many threads as flows take part)
-#   --mtu       the NIC's MTU: the payload per packet, and so per token, follows
+#   --mtu       the NIC's MTU: the payload per packet follows
+#   --rx-buf    bytes of an RX buffer: a packet's payload takes a token per buffer it spans.
+#               4096: the devmem memory provider takes page-size buffers only up to Linux 6.18
+#               (mp_dmabuf_devmem_init refuses higher orders), whatever the NIC's rx-buf-len
 #   --softirq-pkt-ns  CPU of one queue's softirq per received packet (NAPI, GRO, TCP, header
 #               split): not measurable without a devmem NIC; 700 ns is about 1.4 Mpps a core
 #   --gather-flush-us  GPU pool: the thread's wait per gather (launch and synchronise),
-#               gather depth 1: 22 us for a batch of about 512 KiB (a chunk), between
-#               bench/gather_bench's 256 KiB and 1 MiB rows on an H200 (2026-11-26)
+#               gather depth 1: 21 us for a batch of about 512 KiB (a chunk), between
+#               bench/gather_bench's 256 KiB and 1 MiB receive rows on an H200 (2026-11-27)
 #   --gather-cpu-us  GPU pool: what a gather still costs the thread when gathers are
-#               pipelined (launch, piece array, fence), gather depth 4: 12 us, the same
+#               pipelined (launch, fence; the piece array read from mapped host memory),
+#               4 in flight: 6.5 us a 512 KiB batch of packets, gather_bench's launch-way
+#               rows on an H200 (5.9 and 7.0 in two runs, 2026-11-27)
 #   --tx-send-kib  bytes one devmem sendmsg takes (what the socket buffer admits)
 #   --pool      gpu (the gather runs on the GPU, the CPU waits) or host (the CPU copies)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 build=${DEVMEM_BUILD:-$src/build}
-costs= calls= rates=200,400 flows=1,2,4,8 threads=1,2,4 mtu=4096 pkt_ns=700 flush_us=22 cpu_us=12 tx_kib=64 pool=gpu
+costs= calls= rates=200,400 flows=1,2,4,8 threads=1,2,4 mtu=4096 rx_buf=4096 pkt_ns=700 flush_us=21 cpu_us=6.5 tx_kib=64 pool=gpu
 while [ $# -gt 0 ]; do
     case "$1" in
         --costs) costs=$2; shift ;;
@@ -41,6 +46,7 @@ while [ $# -gt 0 ]; do
         --flows) flows=$2; shift ;;
         --threads) threads=$2; shift ;;
         --mtu) mtu=$2; shift ;;
+        --rx-buf) rx_buf=$2; shift ;;
         --softirq-pkt-ns) pkt_ns=$2; shift ;;
         --gather-flush-us) flush_us=$2; shift ;;
         --gather-cpu-us) cpu_us=$2; shift ;;
@@ -78,7 +84,7 @@ if [ -n "$calls" ]; then
     [ -n "$recv_per_mib" ] || { echo "costmodel.sh: no device-path bandwidth rows in $calls" >&2; exit 1; }
 fi
 
-echo "$line" | awk -v rates="$rates" -v flows="$flows" -v threads="$threads" -v mtu="$mtu" \
+echo "$line" | awk -v rates="$rates" -v flows="$flows" -v threads="$threads" -v mtu="$mtu" -v rx_buf="$rx_buf" \
     -v pkt_ns="$pkt_ns" -v flush_us="$flush_us" -v cpu_us="$cpu_us" -v tx_kib="$tx_kib" -v pool="$pool" \
     -v rpm="$recv_per_mib" -v dpm="$dn_per_mib" -v gpm="$gathers_per_mib" -v from="$calls_from" '
 {
@@ -86,7 +92,9 @@ echo "$line" | awk -v rates="$rates" -v flows="$flows" -v threads="$threads" -v 
     MiB = 1048576
     payload = mtu - 52                  # IPv4 20 + TCP 20 + timestamps 12
     wire = mtu + 38                     # Ethernet header, FCS, preamble, gap
-    tokens = MiB / payload              # header split: one dmabuf frag (token) a packet
+    # header split: a packet'"'"'s payload fills RX buffers from the start of one, a dmabuf frag
+    # (a token) each
+    tokens = MiB / payload * int((payload + rx_buf - 1) / rx_buf)
     q_gbps = payload * 8 / pkt_ns       # one queue: one softirq core
     # a receiving thread, per MiB: its receives (syscall and a cmsg with a token per frag:
     # taken as twice the kernel'"'"'s token lookup), its DONTNEED calls and tokens, its gathers
@@ -107,7 +115,7 @@ echo "$line" | awk -v rates="$rates" -v flows="$flows" -v threads="$threads" -v 
 
     printf "inputs (measured here: %s)\n", $0
     printf "  per MiB: recv calls %.2f, DONTNEED calls %.2f, gathers %.2f (%s); MTU %d: %d " \
-           "payload bytes a packet, %.0f tokens/MiB\n", rpm, dpm, gpm, from, mtu, payload, tokens
+           "payload bytes a packet in %d-byte RX buffers, %.0f tokens/MiB\n", rpm, dpm, gpm, from, mtu, payload, rx_buf, tokens
     printf "  assumed: softirq %d ns a packet (one queue: %.1f Gbit/s); %s pool%s; %d KiB a " \
            "devmem send\n", pkt_ns, q_gbps, pool,
            pool == "gpu" ? sprintf(", gather %g us waited for (%g us pipelined)", flush_us,

@@ -187,10 +187,10 @@ int mca_btl_devmem_params_register(void)
             "Receiving threads that serve this rank's device-flow lanes, 0-16: each takes "
             "whole lanes as they open (the least loaded thread), receives, gathers and gives "
             "tokens back, and hands finished gets to the progress thread; it sleeps in epoll "
-            "while its lanes are idle, and runs near the NIC, off the CPUs this rank is "
-            "bound to where there are others. 0: the progress thread receives, as for "
+            "while its lanes are idle, and runs near the NIC, off the CPUs this node's ranks "
+            "are bound to where there are others. 0: the progress thread receives, as for "
             "control connections. Started only where the device path is on. One thread "
-            "takes about 100-140 Gbit/s at MTU 4096 by doc/cost-model.md: 2 for a 200 "
+            "takes about 110-165 Gbit/s at MTU 4096 by doc/cost-model.md: 2 for a 200 "
             "Gbit/s NIC",
             OPAL_INFO_LVL_4, &c->rx_threads);
     c->sendi = true;
