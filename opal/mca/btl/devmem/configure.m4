@@ -34,7 +34,11 @@ AC_DEFUN([MCA_opal_btl_devmem_CONFIG], [
         dnl the CUDA driver is loaded at run time
         AC_CHECK_LIB([dl], [dlopen], [btl_devmem_LIBS="$btl_devmem_LIBS -ldl"])
     ])
+    dnl only the component structure leaves the DSO, or libopen-pal when linked in (Open
+    dnl MPI's own visibility flag, empty where it found none)
+    btl_devmem_CFLAGS="$OPAL_VISIBILITY_CFLAGS"
     AC_SUBST([btl_devmem_CPPFLAGS])
+    AC_SUBST([btl_devmem_CFLAGS])
     AC_SUBST([btl_devmem_LIBS])
     OPAL_SUMMARY_ADD([Transports], [TCP with device memory (devmem)], [], [$btl_devmem_happy])
     AS_IF([test "$btl_devmem_happy" = yes], [$1], [$2])
