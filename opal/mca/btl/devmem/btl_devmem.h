@@ -151,8 +151,9 @@ typedef struct mca_btl_devmem_component_t {
     char *if_exclude;
     char *family;           /* auto | ipv4 | ipv6 */
     int links;
-    int sndbuf;
-    int rcvbuf;
+    int sockbuf;            /* SO_SNDBUF and SO_RCVBUF, 0: the kernel's autotuning */
+    char *ports;            /* "LOW-HIGH": where listen sockets go, empty: anywhere */
+    uint16_t port_lo, port_hi; /* parsed from ports, 0: no range */
     int handshake_timeout;  /* seconds a stranger may take to say hello */
     int peer_timeout;       /* seconds before a silent peer counts as lost, 0: no check */
     int verbose;

@@ -115,6 +115,10 @@ int mca_btl_devmem_helper_listen_socket(const struct mca_btl_devmem_if *itf, uin
     FILE *f;
     int err = EADDRINUSE;
 
+    if (0 != mca_btl_devmem_component.port_lo) {
+        /* the administrator's range; the helper refuses SO_REUSEADDR sockets */
+        return mca_btl_devmem_listen_range(itf, want, false, fd, port);
+    }
     if (0 != want) {
         int sd = mca_btl_devmem_bound_socket(itf, want);
 

@@ -79,12 +79,21 @@ int mca_btl_devmem_params_register(void)
     reg_int("links", "Connections (and modules) per interface and peer; the PML stripes large "
                      "messages across them",
             OPAL_INFO_LVL_4, &c->links);
-    c->sndbuf = 0;
-    reg_int("sndbuf", "SO_SNDBUF for every connection in bytes (0: the kernel's autotuning)",
-            OPAL_INFO_LVL_4, &c->sndbuf);
-    c->rcvbuf = 0;
-    reg_int("rcvbuf", "SO_RCVBUF for every connection in bytes (0: the kernel's autotuning)",
-            OPAL_INFO_LVL_4, &c->rcvbuf);
+    c->sockbuf = 0;
+    reg_int("sockbuf",
+            "SO_SNDBUF and SO_RCVBUF of every connection in bytes (btl_tcp_sndbuf and "
+            "btl_tcp_rcvbuf in one; 0: the kernel's autotuning, which is what reaches the line "
+            "rate on a fast NIC)",
+            OPAL_INFO_LVL_4, &c->sockbuf);
+    c->ports = "";
+    reg_string("ports",
+               "Ports the listen sockets take, \"LOW-HIGH\" (e.g. \"41000-41999\"), for "
+               "clusters whose firewall opens a range: every control and device-flow listen "
+               "socket, IPv4 and IPv6 alike (btl_tcp_port_min_v4/port_range_v4 and their v6 "
+               "pair in one). A rank takes the first free ones from a place of its own in the "
+               "range, so that a node's ranks seldom try the same; it needs 2 per interface "
+               "with the device path on, 1 without. Empty: wherever the kernel puts them",
+               OPAL_INFO_LVL_2, &c->ports);
     c->handshake_timeout = 10;
     reg_int("handshake_timeout",
             "Seconds an incoming connection may take to send a valid hello before it is "
@@ -299,6 +308,35 @@ static int check_ranges(void)
     return OPAL_SUCCESS;
 }
 
+/* btl_devmem_ports into port_lo and port_hi; OPAL_ERR_BAD_PARAM with the user told. */
+static int parse_ports(mca_btl_devmem_component_t *c)
+{
+    unsigned long lo = 0, hi = 0;
+    char *end = NULL;
+
+    c->port_lo = c->port_hi = 0;
+    if (NULL == c->ports || '\0' == c->ports[0]) {
+        return OPAL_SUCCESS;
+    }
+    if (c->ports[0] >= '0' && c->ports[0] <= '9') {
+        lo = strtoul(c->ports, &end, 10);
+        if ('-' == *end && end[1] >= '0' && end[1] <= '9') {
+            hi = strtoul(end + 1, &end, 10);
+        } else {
+            end = NULL;
+        }
+    }
+    if (NULL == end || '\0' != *end || lo < 1 || hi > 65535 || lo > hi) {
+        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, "btl_devmem_ports",
+                       c->ports, "LOW-HIGH, 1 <= LOW <= HIGH <= 65535 (e.g. 41000-41999), or "
+                       "empty");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    c->port_lo = (uint16_t) lo;
+    c->port_hi = (uint16_t) hi;
+    return OPAL_SUCCESS;
+}
+
 /* One key=value of btl_devmem_testing into its field; false for an unknown key or a value
  * out of range. */
 static bool testing_set(mca_btl_devmem_component_t *c, const char *key, const char *value)
@@ -426,6 +464,9 @@ int mca_btl_devmem_params_check(void)
 
     if (OPAL_SUCCESS == rc) {
         rc = parse_idle(&mca_btl_devmem_component);
+    }
+    if (OPAL_SUCCESS == rc) {
+        rc = parse_ports(&mca_btl_devmem_component);
     }
     return OPAL_SUCCESS == rc ? parse_testing(&mca_btl_devmem_component) : rc;
 }

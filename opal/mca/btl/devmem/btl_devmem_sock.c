@@ -65,21 +65,70 @@ int mca_btl_devmem_local_port(int sd, uint16_t *port)
     return 0;
 }
 
+/* A socket bound to port and listening, or -errno. */
+static int listening(const struct mca_btl_devmem_if *itf, uint16_t port, bool reuse)
+{
+    int sd = bound_socket(itf, port, reuse);
+
+    if (sd >= 0 && 0 != listen(sd, SOMAXCONN)) {
+        int err = errno;
+
+        close(sd);
+        return -err;
+    }
+    return sd;
+}
+
+int mca_btl_devmem_listen_range(const struct mca_btl_devmem_if *itf, uint16_t want, bool reuse,
+                                int *fd, uint16_t *port)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    unsigned int lo = c->port_lo, span = (unsigned int) c->port_hi - lo + 1, start;
+    int sd = -EADDRINUSE, err;
+
+    if (0 != want && want >= lo && want <= c->port_hi) {
+        sd = listening(itf, want, reuse);
+    }
+    /* from a place of this process's own, so that a node's ranks seldom try the same */
+    start = (unsigned int) getpid() * 7919u % span;
+    for (unsigned int i = 0; i < span && -EADDRINUSE == sd; i++) {
+        sd = listening(itf, (uint16_t) (lo + (start + i) % span), reuse);
+    }
+    if (sd < 0) {
+        opal_output(0, "btl:devmem: %s: no listen socket in btl_devmem_ports %s: %s", itf->name,
+                    c->ports, -EADDRINUSE == sd ? "every port is taken" : strerror(-sd));
+        return -EADDRINUSE == sd ? -EADDRNOTAVAIL : sd;
+    }
+    if (0 != (err = mca_btl_devmem_local_port(sd, port))) {
+        close(sd);
+        return err;
+    }
+    *fd = sd;
+    return 0;
+}
+
 int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, uint16_t want, int *fd,
                                  uint16_t *port)
 {
-    /* 0: the kernel picks, and the modex tells; a port asked for again (prev_record_read)
-     * may still have connections of the last listener on it closing */
-    int sd = bound_socket(itf, want, 0 != want);
-    int rc, one = 1;
+    int sd = -1, rc, one = 1;
 
-    if (-EADDRINUSE == sd && 0 != want) {
-        sd = bound_socket(itf, 0, false);
+    if (0 != mca_btl_devmem_component.port_lo) {
+        /* a port asked for again may still have the last listener's connections closing */
+        if (0 != (rc = mca_btl_devmem_listen_range(itf, want, true, &sd, port))) {
+            return rc;
+        }
+    } else {
+        /* 0: the kernel picks, and the modex tells; a port asked for again
+         * (prev_record_read) may still have connections of the last listener on it closing */
+        sd = listening(itf, want, 0 != want);
+        if (-EADDRINUSE == sd && 0 != want) {
+            sd = listening(itf, 0, false);
+        }
+        if (sd < 0) {
+            return sd;
+        }
+        rc = mca_btl_devmem_local_port(sd, port);
     }
-    if (sd < 0) {
-        return sd;
-    }
-    rc = 0 != listen(sd, SOMAXCONN) ? -errno : mca_btl_devmem_local_port(sd, port);
     if (0 != rc) {
         close(sd);
         return rc;
@@ -97,11 +146,9 @@ void mca_btl_devmem_tune_socket(int sd)
     int one = 1;
 
     (void) setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (c->sndbuf > 0) {
-        (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sndbuf, sizeof(c->sndbuf));
-    }
-    if (c->rcvbuf > 0) {
-        (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->rcvbuf, sizeof(c->rcvbuf));
+    if (c->sockbuf > 0) {
+        (void) setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &c->sockbuf, sizeof(c->sockbuf));
+        (void) setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &c->sockbuf, sizeof(c->sockbuf));
     }
     if (c->peer_timeout > 0) {
         /* A peer that vanishes without a FIN or a reset (a cut cable, a powered-off node)

@@ -22,10 +22,17 @@ int mca_btl_devmem_bound_socket(const struct mca_btl_devmem_if *itf, uint16_t po
 int mca_btl_devmem_local_port(int sd, uint16_t *port);
 
 /* A listen socket on the interface's address, on port `want` (host order) when not 0 and
- * free, else on one the kernel picks: control and device-flow ports alike. 0 with *fd and
- * *port (host order) set, or -errno. */
+ * free, else on one the kernel picks, or with btl_devmem_ports on a free one of the range:
+ * control and device-flow ports alike. 0 with *fd and *port (host order) set, or -errno. */
 int mca_btl_devmem_listen_socket(const struct mca_btl_devmem_if *itf, uint16_t want, int *fd,
                                  uint16_t *port);
+
+/* A listen socket on a free port of btl_devmem_ports (set): `want` when it lies in the range
+ * and is free, else the first free one from a place of this process's own. reuse:
+ * SO_REUSEADDR before the bind (not for devmem-helperd's sockets). 0 with *fd and *port set;
+ * -EADDRNOTAVAIL when every port is taken (said once, with the range), or -errno. */
+int mca_btl_devmem_listen_range(const struct mca_btl_devmem_if *itf, uint16_t want, bool reuse,
+                                int *fd, uint16_t *port);
 
 /* TCP_NODELAY, socket buffer sizes and keepalive from the MCA parameters, for every
  * connection. */
