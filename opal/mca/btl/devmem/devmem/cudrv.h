@@ -101,9 +101,9 @@ int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err
 /* How a device-to-device gather of more than one piece is launched (one piece is always a
  * cuMemcpyAsync). Process-wide, for the benchmark and the tests that compare them: set it
  * before gathering, not while another thread gathers. The default is the cheapest for the
- * thread that launches (bench/gather_bench on an H200, 2026-11-27: 7.0 us a 512 KiB batch of
- * packets against 7.8 uploaded, 624 for one cuMemcpyBatchAsync); a driver without mapped
- * host memory gets the upload instead. */
+ * thread that launches (bench/gather_bench on an H200, 2026-11-27: 5.7-7.0 us a 512 KiB
+ * batch of packets against 6.5-7.8 uploaded, 526-624 for one cuMemcpyBatchAsync); a driver
+ * without mapped host memory gets the upload instead. */
 enum devmem_cuda_way {
     DEVMEM_CUDA_WAY_KERNEL,        /* the piece array uploaded, one kernel launch */
     DEVMEM_CUDA_WAY_KERNEL_MAPPED, /* the piece array in pinned host memory the kernel reads
