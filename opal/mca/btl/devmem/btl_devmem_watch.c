@@ -250,7 +250,9 @@ static int set_locked(mca_btl_devmem_watch_t *w, short want)
     if (0 == rc && ep_fd >= 0) {
         rc = epoll_add(w, 0 == had ? EPOLL_CTL_ADD : EPOLL_CTL_MOD);
     } else if (0 == rc && ep_fd < 0 && count - holes > poll_max_sockets) {
-        rc = switch_to_epoll();
+        /* without a descriptor for the epoll set (a stranger holding them all: EMFILE) poll()
+         * goes on serving every socket, only dearer; the next socket to join tries again */
+        (void) switch_to_epoll();
     }
     if (0 != rc) {
         if (w->slot >= 0) {
