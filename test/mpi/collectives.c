@@ -6,7 +6,9 @@
  *     exact, checked against a sum each rank computes itself), MPI_MAX over int, in place and not;
  *   MPI_Alltoallv with irregular byte counts (zeros, odd sizes, some large) and gaps between the
  *     blocks of both buffers (the receive gaps must stay untouched);
- *   MPI_Allgather of pattern blocks, small to -m / ranks.
+ *   MPI_Allgather of pattern blocks, small to -m / ranks;
+ *   a ring: every rank sends -m bytes to the next and receives from the one before
+ *     (MPI_Sendrecv), each step passing on what it got, until every block has gone round.
  * Repeated -i times (default 2) with fresh message indices.
  */
 #include "common.h"
@@ -201,6 +203,33 @@ static void do_allgather(int it)
     }
 }
 
+/* Blocks of -m bytes around the ring: at step k each rank holds the block that rank - k
+ * made, checks it, and passes it on. */
+static void do_ring(int it, uint8_t *buf)
+{
+    size_t len = test_opt.max_size;
+    int next = (test_rank + 1) % test_size, prev = (test_rank + test_size - 1) % test_size;
+    uint8_t *out = xmalloc(len);
+    uint64_t idx = ((uint64_t)it << 40) | ((uint64_t)5 << 32);
+
+    pat_fill(out, len, test_rank, ALL, idx, 0);
+    for (int k = 1; k < test_size; k++) {
+        int maker = (test_rank + test_size - k) % test_size;
+        char desc[256];
+
+        memset(buf, RECV_FILL, len);
+        MPI_Sendrecv(out, (int)len, MPI_BYTE, next, 5, buf, (int)len, MPI_BYTE, prev, 5,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        snprintf(desc, sizeof(desc), "ring step %d: the block of rank %d from rank %d", k, maker,
+                 prev);
+        pat_check(buf, len, maker, ALL, idx, 0, desc);
+        nbytes += len;
+        memcpy(out, buf, len);
+    }
+    nchecks++;
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     uint8_t *buf;
@@ -221,6 +250,8 @@ int main(int argc, char **argv)
         test_note("iteration %d: Alltoallv ok", it);
         do_allgather(it);
         test_note("iteration %d: Allgather ok", it);
+        do_ring(it, buf);
+        test_note("iteration %d: ring ok", it);
     }
     free(buf);
     {
@@ -229,7 +260,7 @@ int main(int argc, char **argv)
         nchecks = all[0];
         nbytes = all[1];
     }
-    return test_finish("Bcast, Allreduce (exact sums), Alltoallv (irregular), Allgather: %llu "
+    return test_finish("Bcast, Allreduce (exact sums), Alltoallv (irregular), Allgather, ring: %llu "
                        "checked results, %.1f MiB in %.2f s", nchecks,
                        (double)nbytes / 1048576.0, MPI_Wtime() - t0);
 }

@@ -5,6 +5,10 @@
 #     flows take at most their share (half of what was free at start) and the lanes beyond it
 #     fall back to the control connections, which always find a descriptor; host path and
 #     emulated device path (mode auto: a fallback is allowed, a failure is not);
+#   - 16 ranks (8+8) at 128 descriptors, emulated device path, 4 lanes asked: all-to-all,
+#     broadcasts and a ring of 1 MiB blocks, every byte checked, tokens balanced; the lanes a
+#     peer come down to what the budget gives 15 peers, so that every rank reaches every peer
+#     on a lane (no lane given up) and holds at most its budget (devflow_fds_max);
 #   - a stranger holding connections open on every listen port of both ranks, once they
 #     are connected, more than their descriptor limit (40, hard and soft) allows: the oldest
 #     waiting ones are dropped (counted in conn_refused), accepting pauses when no
@@ -44,6 +48,38 @@ for path in host emulated; do
         fi
     fi
 done
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
+# 16 ranks at 128 descriptors
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_stats 1 --mca btl_devmem_kernel emulated
+    --mca btl_devmem_mode auto --mca btl_devmem_devflows 4)
+limit16=$((limit * 2))
+if devmem_run_checked "16 ranks: collectives 8+8 ranks -m 1M -i 1 (nofile 128)" collectives 16 \
+    "$limit16" netns_mpirun "$limit16" 8 8 \
+    prlimit --nofile=128:128 "$DEVMEM_MPI_BIN/collectives" -m 1M -i 1; then
+    devmem_expect_device_path "$DEVMEM_LAST_OUT" 16 0
+    over=0 fell=0 most=0
+    for r in $(seq 0 15); do
+        f=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" devflow_fallbacks) || f=missing
+        m=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" devflow_fds_max) || m=missing
+        [ "$f" = 0 ] || fell=$((fell + 1))
+        if [ "$m" = missing ] || [ "$m" -gt 64 ]; then
+            over=$((over + 1))
+        elif [ "$m" -gt "$most" ]; then
+            most=$m
+        fi
+    done
+    if [ "$fell" -eq 0 ]; then
+        devmem_step_ok "16 ranks: no rank gave a lane up for the control connection"
+    else
+        devmem_step_fail "16 ranks: $fell rank(s) gave device-flow lanes up (devflow_fallbacks > 0): the lanes a peer did not fit the budget"
+    fi
+    if [ "$over" -eq 0 ]; then
+        devmem_step_ok "16 ranks: at most $most device-flow descriptors open at once in any rank (half of 128: 64)"
+    else
+        devmem_step_fail "16 ranks: $over rank(s) held more than 64 device-flow descriptors, or said nothing of it"
+    fi
+fi
 DEVMEM_MCA_ARGS=("${saved[@]}")
 
 # 2. a stranger fills every listen port past the ranks' descriptor limit

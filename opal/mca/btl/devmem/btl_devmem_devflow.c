@@ -145,17 +145,28 @@ bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool se
     return true;
 }
 
+unsigned long mca_btl_devmem_devflow_fd_budget(void)
+{
+    return (unsigned long) (mca_btl_devmem_nofile_free_at_init() / 2);
+}
+
+/* Lane descriptors and the unclaimed connections held. */
+static size_t fds_held(void)
+{
+    return lane_fds + (unclaimed_ready ? opal_list_get_size(&unclaimed) : 0);
+}
+
 bool mca_btl_devmem_devflow_fd_spare(void)
 {
-    rlim_t budget = mca_btl_devmem_nofile_free_at_init() / 2;
-    size_t held = unclaimed_ready ? opal_list_get_size(&unclaimed) : 0;
-
-    return (rlim_t) lane_fds + held < budget;
+    return fds_held() < mca_btl_devmem_devflow_fd_budget();
 }
 
 void mca_btl_devmem_devflow_fd_count(int delta)
 {
     lane_fds = (unsigned int) ((int) lane_fds + delta);
+    if (delta > 0) {
+        mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_fds_max, fds_held());
+    }
 }
 
 void mca_btl_devmem_devflow_tx_state(struct mca_btl_devmem_devflow *df,
@@ -310,6 +321,7 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
                                    "no control connection named it before the handshake "
                                    "timeout",
                                    NULL);
+    mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_fds_max, fds_held());
 }
 
 int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,

@@ -184,6 +184,8 @@ bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool se
  * always find one), and the count of those the lanes hold. */
 bool mca_btl_devmem_devflow_fd_spare(void);
 void mca_btl_devmem_devflow_fd_count(int delta);
+/* That budget, in descriptors. */
+unsigned long mca_btl_devmem_devflow_fd_budget(void);
 
 /* Who serves the receiving side of open lanes: the progress thread (its watch set) unless a
  * layer above registers a server (the receiving threads, btl_devmem_rxthread.c). take is

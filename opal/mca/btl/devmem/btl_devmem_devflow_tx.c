@@ -194,14 +194,42 @@ static int start_lane(mca_btl_devmem_endpoint_t *ep, unsigned int lane)
     return -EMFILE == rc || -ENFILE == rc ? 1 : 0;
 }
 
+/* Lanes this rank opens to each peer: btl_devmem_devflows, fewer when the job has more peers
+ * than the descriptor budget gives that many (each lane holds a descriptor on each side), so
+ * that every peer gets one before any gets several; a peer beyond the budget even so falls
+ * back to its control connection. The peer decides its own lanes toward us: the side that
+ * asks for data stripes over whatever lanes reached it. */
+static int lanes_per_peer(void)
+{
+    static int said = -1;
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    unsigned long budget = mca_btl_devmem_devflow_fd_budget(), per;
+    int job = mca_btl_devmem_job_size(), mods = 0, lanes = c->devflows;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        mods += NULL != c->modules[i]->dev;
+    }
+    if (job > 1) {
+        per = budget / (2ul * (unsigned long) (job - 1) * (unsigned long) (mods > 0 ? mods : 1));
+        lanes = per < 1 ? 1 : per < (unsigned long) lanes ? (int) per : lanes;
+    }
+    if (said != lanes) {
+        said = lanes;
+        DEVMEM_VERBOSE(10, "%d device-flow lane(s) a peer: %d peers, %d interface(s) with the "
+                       "device path, a budget of %lu descriptors", lanes, job - 1, mods, budget);
+    }
+    return lanes;
+}
+
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep)
 {
-    int lanes = mca_btl_devmem_component.devflows;
+    int lanes;
 
     if (0 == ep->remote.devflow_port || !mca_btl_devmem_dev_enabled()
         || MCA_BTL_DEVMEM_EP_CONNECTED != ep->state) {
         return;
     }
+    lanes = lanes_per_peer();
     for (int lane = 0; lane < lanes; lane++) {
         if (0 != start_lane(ep, (unsigned int) lane)) {
             return;

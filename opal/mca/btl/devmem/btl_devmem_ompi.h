@@ -55,6 +55,22 @@ static inline char *mca_btl_devmem_proc_cpus(const opal_proc_t *proc)
     return list;
 }
 
+/* The number of processes in this job, 0 when the runtime does not say. */
+static inline int mca_btl_devmem_job_size(void)
+{
+#if BTL_VERSION >= 330
+    return (int) opal_process_info.num_procs;
+#else
+    opal_process_name_t wild = {.jobid = opal_proc_local_get()->proc_name.jobid,
+                                .vpid = OPAL_VPID_WILDCARD};
+    uint32_t size = 0, *sizep = &size;
+    int rc;
+
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wild, &sizep, OPAL_UINT32);
+    return OPAL_SUCCESS == rc ? (int) size : 0;
+#endif
+}
+
 /* Whether this component may be opened again in the same process: Open MPI 5 closes it when
  * the last MPI session ends and opens it for the next one; 4.1 initializes once. */
 #if BTL_VERSION >= 330

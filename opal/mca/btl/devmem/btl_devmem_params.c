@@ -175,7 +175,10 @@ int mca_btl_devmem_params_register(void)
             "Device-flow connections (lanes) this rank opens to each peer it answers gets for, "
             "1-16. The receiver of a get of at least two chunks (btl_devmem_devflow_chunk) "
             "cuts it over every lane its peer opened, so that several connections, softirq "
-            "cores and RX queues carry it at once; 1: one device flow per peer, gets in order",
+            "cores and RX queues carry it at once; 1: one device flow per peer, gets in order. "
+            "Fewer in a job with more peers than the descriptors allow (half of those free "
+            "at start, a lane holding one on each side): every peer gets one lane before "
+            "any gets several",
             OPAL_INFO_LVL_4, &c->devflows);
     c->devflow_chunk = 512u << 10;
     reg_size("devflow_chunk",
