@@ -73,7 +73,29 @@ devmem_expect_failure "btl_devmem_ports with one port" "no listen socket in btl_
     devmem_mpirun 60 -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_if_include lo \
     --mca btl_devmem_kernel emulated --mca btl_devmem_ports "$lo-$lo" \
     "$DEVMEM_MPI_BIN/pingpong" -m 64K
-devmem_expect_failure "btl_devmem_ports reversed" 'btl_devmem_ports is "62115-62100"' 60 \
-    devmem_mpirun 60 -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_ports "$hi-$lo" \
-    "$DEVMEM_MPI_BIN/pingpong" -m 64K
+# A reversed range is refused by name. Open MPI 4.1's runtime sometimes loses a help
+# message on its way to mpirun (its own "ORTE_ERROR_LOG: Data unpack would read past end of
+# buffer in file .../show_help.c", seen in 1 of 8-10 runs): only then the run is made once
+# more.
+rev=$DEVMEM_TEST_TMP/reversed.out
+for try in 1 2; do
+    echo "---- btl_devmem_ports reversed (must fail, try $try)"
+    _devmem_run_bg devmem_mpirun 60 -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_ports "$hi-$lo" \
+        "$DEVMEM_MPI_BIN/pingpong" -m 64K >"$rev" 2>&1
+    rc=$?
+    _devmem_strip_nul "$rev"
+    grep -aq 'btl_devmem_ports is "62115-62100"' "$rev" && break
+    grep -aq 'ORTE_ERROR_LOG: Data unpack would read past end of buffer in file .*show_help.c' \
+        "$rev" || break
+    echo "(Open MPI 4.1's runtime lost a help message: once more)"
+done
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    cat "$rev"
+    devmem_step_fail "btl_devmem_ports reversed: exit $rc, but it must fail (not by timing out)"
+elif grep -aq 'btl_devmem_ports is "62115-62100"' "$rev"; then
+    devmem_step_ok "btl_devmem_ports reversed: refused (exit $rc): $(grep -am1 'btl_devmem_ports is' "$rev")"
+else
+    cat "$rev"
+    devmem_step_fail "btl_devmem_ports reversed: failed (exit $rc) without naming the parameter"
+fi
 devmem_finish
