@@ -361,6 +361,39 @@ static const struct mca_btl_devmem_devflow_rx_server server = {take, give_back, 
 static cpu_set_t others;
 static bool others_known;
 
+/* The CPUs near the device path's NIC, read from the topology once per start of the threads
+ * (placing them again for each local rank add_procs names must not load hwloc's topology
+ * each time): 0 not read yet, 1 read, -1 unknown. */
+static cpu_set_t nic_near;
+static int nic_near_state;
+
+/* The CPUs near nic (within all) into *near; false when the topology does not say. */
+static bool nic_cpus(const char *nic, const cpu_set_t *all, cpu_set_t *near)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    const char *xml = NULL != c->topology && '\0' != c->topology[0] ? c->topology : NULL;
+    struct devmem_topo *topo = NULL;
+    struct devmem_err e;
+    int cpus[CPU_SETSIZE];
+    size_t n = 0;
+
+    if (0 == nic_near_state) {
+        CPU_ZERO(&nic_near);
+        nic_near_state = -1;
+        if (0 == devmem_topo_open(&topo, xml, &e)
+            && 0 == devmem_topo_nic_cpus(topo, nic, cpus, CPU_SETSIZE, &n, &e)) {
+            for (size_t i = 0; i < n; i++) {
+                CPU_SET(cpus[i], &nic_near);
+            }
+            CPU_AND(&nic_near, &nic_near, all);
+            nic_near_state = CPU_COUNT(&nic_near) > 0 ? 1 : -1;
+        }
+        devmem_topo_close(topo);
+    }
+    *near = nic_near;
+    return 1 == nic_near_state;
+}
+
 /* where = from less busy, when that leaves a CPU. */
 static bool take_less(cpu_set_t *where, const cpu_set_t *from, const cpu_set_t *busy)
 {
@@ -380,13 +413,8 @@ static bool take_less(cpu_set_t *where, const cpu_set_t *from, const cpu_set_t *
 static bool place(cpu_set_t *where, char *said, size_t len)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    const char *xml = NULL != c->topology && '\0' != c->topology[0] ? c->topology : NULL;
     const char *nic = NULL, *whose = others_known ? "this node's ranks'" : "this rank's";
     cpu_set_t own, near, all, busy;
-    struct devmem_topo *topo = NULL;
-    struct devmem_err e;
-    int cpus[CPU_SETSIZE];
-    size_t n = 0;
     bool bound, known = false;
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 
@@ -412,15 +440,9 @@ static bool place(cpu_set_t *where, char *said, size_t len)
             nic = c->modules[i]->itf.name;
         }
     }
-    if (NULL != nic && 0 == devmem_topo_open(&topo, xml, &e)
-        && 0 == devmem_topo_nic_cpus(topo, nic, cpus, CPU_SETSIZE, &n, &e)) {
-        for (size_t i = 0; i < n; i++) {
-            CPU_SET(cpus[i], &near);
-        }
-        CPU_AND(&near, &near, &all);
-        known = CPU_COUNT(&near) > 0;
+    if (NULL != nic) {
+        known = nic_cpus(nic, &all, &near);
     }
-    devmem_topo_close(topo);
     if (!bound) {
         if (!known) {
             snprintf(said, len, "where the rank runs (unbound; %s)",
@@ -633,5 +655,6 @@ void mca_btl_devmem_rxthreads_stop(void)
     rxt.n = 0;
     CPU_ZERO(&others);
     others_known = false;
+    nic_near_state = 0;
     __atomic_store_n(&mca_btl_devmem_component.rx_threads_running, 0, __ATOMIC_RELAXED);
 }
