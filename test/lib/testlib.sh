@@ -297,6 +297,33 @@ devmem_stat_sum() {
         }' "$1"
 }
 
+# devmem_wait_line FILE ERE PID: wait (up to 30 s) until FILE has a line matching ERE while
+# process PID (a job started in the background) runs; 0 when it has and PID still runs.
+devmem_wait_line() {
+    local _
+    for _ in $(seq 300); do
+        grep -aEq "$2" "$1" && break
+        kill -0 "$3" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -aEq "$2" "$1" && kill -0 "$3" 2>/dev/null
+}
+
+# devmem_tagged_pids PROG VAR=VALUE...: the pids of the processes named PROG whose
+# environment holds every VAR=VALUE given (a job's tag, a rank), one a line.
+devmem_tagged_pids() {
+    local prog=$1 p kv ok
+    shift
+    for p in $(pgrep -x "$prog"); do
+        ok=1
+        for kv in "$@"; do
+            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "$kv" || { ok=0; break; }
+        done
+        [ "$ok" = 1 ] && echo "$p"
+    done
+    return 0
+}
+
 devmem_expect_line() {
     local file=$1 ere=$2 what=$3
     if grep -aEq "$ere" "$file"; then

@@ -27,23 +27,11 @@ DEVMEM_PORTS_JOB=$tag devmem_mpirun 120 -np 2 -x DEVMEM_PORTS_JOB "${DEVMEM_MCA_
     "$DEVMEM_MPI_BIN/latewait" -W -v -m 4M -s 3 >"$out" 2>&1 &
 job=$!
 
-# the job's processes (by the tag in their environment)
-job_pids() {
-    local p
-    for p in $(pgrep -x latewait); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DEVMEM_PORTS_JOB=$tag" && echo "$p"
-    done
-}
-for _ in $(seq 300); do
-    grep -aq 'latewait: computing' "$out" && break
-    kill -0 "$job" 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -aq 'latewait: computing' "$out" || ! kill -0 "$job" 2>/dev/null; then
+if ! devmem_wait_line "$out" 'latewait: computing' "$job"; then
     cat "$out"
     devmem_step_fail "rank 0 never said it computes, or the job ended first"
 else
-    pids=$(job_pids)
+    pids=$(devmem_tagged_pids latewait "DEVMEM_PORTS_JOB=$tag")
     [ "$(wc -w <<<"$pids")" -eq 2 ] || devmem_step_fail "the job's 2 processes, found: $pids"
     for p in $pids; do
         ports=$(ss -Hltnp | awk -v pid="pid=$p," 'index($0, pid) { n = split($4, a, ":"); print a[n] }' | sort -n | tr '\n' ' ')

@@ -33,14 +33,8 @@ job=$!
 # rank R's process of this job
 rank_pid() {
     local p
-    for p in $(pgrep -x latewait); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" &&
-            tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DEVMEM_RXT_JOB=$tag"; then
-            echo "$p"
-            return 0
-        fi
-    done
-    return 1
+    p=$(devmem_tagged_pids latewait "DEVMEM_RXT_JOB=$tag" "OMPI_COMM_WORLD_RANK=$1" | head -n 1)
+    [ -n "$p" ] && echo "$p"
 }
 # the CPU time (clock ticks) of pid's receiving threads, and their names and CPUs
 rx_ticks() {
@@ -59,12 +53,7 @@ rx_threads() {
     done
 }
 
-for _ in $(seq 300); do
-    grep -aq 'latewait: computing' "$out" && break
-    kill -0 "$job" 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -aq 'latewait: computing' "$out" || ! kill -0 "$job" 2>/dev/null; then
+if ! devmem_wait_line "$out" 'latewait: computing' "$job"; then
     cat "$out"
     devmem_step_fail "rank 0 never said it computes, or the job ended first"
 else

@@ -127,6 +127,20 @@ static int rings_cb(uint16_t type, const void *payload, size_t len, void *arg)
     return 0;
 }
 
+/* An empty rings-get reply in buf (size bytes), its attributes to follow. */
+static struct nlmsghdr *rings_reply(void *buf, size_t size)
+{
+    struct nlmsghdr *nlh;
+
+    memset(buf, 0, size);
+    nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = FAMILY;
+    nlh->nlmsg_seq = SEQ;
+    ((struct genlmsghdr *) mnl_nlmsg_put_extra_header(nlh, sizeof(struct genlmsghdr)))->cmd =
+        ETHTOOL_MSG_RINGS_GET_REPLY;
+    return nlh;
+}
+
 /* rx-buf-len (ETHTOOL_A_RINGS_RX_BUF_LEN, 10): the request's bytes, a reply without it, and a
  * driver's refusal as the kernel sends it, described naming the NIC and the kernel's words. */
 static void test_rx_buf_len(void)
@@ -165,12 +179,7 @@ static void test_rx_buf_len(void)
           "rings-set rx-buf-len: a buffer too small is refused, not overrun");
 
     /* a reply of a driver that does not report rx-buf-len (most): has_rx_buf_len stays 0 */
-    memset(buf, 0, sizeof(buf));
-    nlh = mnl_nlmsg_put_header(buf);
-    nlh->nlmsg_type = FAMILY;
-    nlh->nlmsg_seq = SEQ;
-    ((struct genlmsghdr *) mnl_nlmsg_put_extra_header(nlh, sizeof(struct genlmsghdr)))->cmd =
-        ETHTOOL_MSG_RINGS_GET_REPLY;
+    nlh = rings_reply(buf, sizeof(buf));
     mnl_attr_put_u32(nlh, 6, 256);
     memset(&r, 0, sizeof(r));
     memset(&st, 0, sizeof(st));
@@ -267,12 +276,7 @@ static void test_rings_codec(void)
 
     /* a reply: rx 512/1024, tcp-data-split on, hds-thresh 0 of max 1024, rx-buf-len 32 KiB,
      * then ACK */
-    memset(buf, 0, sizeof(buf));
-    nlh = mnl_nlmsg_put_header(buf);
-    nlh->nlmsg_type = FAMILY;
-    nlh->nlmsg_seq = SEQ;
-    ((struct genlmsghdr *) mnl_nlmsg_put_extra_header(nlh, sizeof(struct genlmsghdr)))->cmd =
-        ETHTOOL_MSG_RINGS_GET_REPLY;
+    nlh = rings_reply(buf, sizeof(buf));
     mnl_attr_put_u32(nlh, 2, 1024);
     mnl_attr_put_u32(nlh, 6, 512);
     mnl_attr_put_u8(nlh, 11, 2);
