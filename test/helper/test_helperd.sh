@@ -122,6 +122,17 @@ if DEVMEM_HELPERD_EMUL_STRAYS="lo:3 lo:ctx:5-6" start_helper strays emulated \
         "the helper names the stray rule into the RSS context, its queues, and how to delete it"
 fi
 
+# ---- a node's ranks share the queues: each gets its share of the range, none takes all
+if start_helper share emulated "interface lo queues 1-4" "allow-group root" "max-bindings 8" \
+    "max-rules 8"; then
+    if "$clients" "$T/share.sock" share; then
+        devmem_step_ok "sharing: 4 sharers get a queue each, 2 get 2 each, the fifth hears the holders"
+    else
+        devmem_step_fail "sharing (helper log follows)"
+        cat "$T/share.log"
+    fi
+fi
+
 # ---- 3, 4: MPI as nobody through the helper
 mca=("${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
     --mca btl_devmem_helper "$T/mpi.sock" --mca btl_devmem_if_include lo
@@ -207,7 +218,40 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
         devmem_step_fail "the helper log shows $n killed connections with a binding undone, expected 2"
 fi
 
-# a policy of one queue per binding: the ranks ask for 4, are refused, and ask for 1
+# a node of 4 ranks and a NIC of 4 queues (the default is 4 a rank): with btl_devmem_mode
+# require, every rank gets its share, one queue, and the job runs on the device path; while
+# it runs, the helper's status shows each queue held by another rank
+if start_helper four emulated "interface lo queues 1-4" "allow-group nogroup" \
+    "socket-group nogroup" "max-bytes 1G"; then
+    four=("${mca[@]/$T\/mpi.sock/$T/four.sock}")
+    out4=$T/four-status.out
+    : >"$out4"
+    ( for _ in $(seq 200); do
+        st=$(status_of four)
+        if [[ "$st" == *" bindings=4 "* ]]; then echo "$st" >"$out4"; break; fi
+        sleep 0.1
+    done ) &
+    watcher=$!
+    if devmem_run_checked "collectives np=4 as nobody, helper queues 1-4, mode require" \
+        collectives 4 "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
+        mpirun --oversubscribe -np 4 "${four[@]}" "$DEVMEM_MPI_BIN/collectives" -m 1M; then
+        devmem_expect_device_path "$DEVMEM_LAST_OUT" 4 1
+        for r in 0 1 2 3; do
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_queues -eq 1
+        done
+        n=$(grep -Ec "uid 65534: RX binding [0-9]+ on lo queues ([1-4])-\1, .*; 4 asked, 4 sharer\(s\)" "$T/four.log")
+        [ "$n" -eq 4 ] && devmem_step_ok "the helper granted each of the 4 ranks one queue of 1-4" ||
+            devmem_step_fail "the helper logs $n one-queue bindings for 4 sharers, expected 4 (see $T/four.log)"
+    fi
+    wait "$watcher"
+    if grep -Eq "^interface lo: queues 1-4, 4 bound \(1 pid [0-9]+, 2 pid [0-9]+, 3 pid [0-9]+, 4 pid [0-9]+\)" "$out4"; then
+        devmem_step_ok "during the job the status shows who holds each queue: $(grep -Eo '^interface lo: queues 1-4, 4 bound \([^)]*\)' "$out4")"
+    else
+        devmem_step_fail "the status never showed the 4 queues each held by a rank: $(cat "$out4")"
+    fi
+fi
+
+# a policy of one queue per binding: the ranks wish for 4 and are granted 1
 if start_helper oneq emulated "interface lo queues 1-8" "allow-group nogroup" \
     "socket-group nogroup" "max-bytes 1G" "max-queues 1"; then
     oneq=("${mca[@]/$T\/mpi.sock/$T/oneq.sock}")
@@ -215,8 +259,11 @@ if start_helper oneq emulated "interface lo queues 1-8" "allow-group nogroup" \
         "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
         mpirun --oversubscribe -np 2 "${oneq[@]}" "$DEVMEM_MPI_BIN/pingpong" -m 16M; then
         devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
-        devmem_expect_line "$DEVMEM_LAST_OUT" "devmem-helperd refused 4 RX queues on lo \(refused by policy \(max-queues 1, $T/oneq.conf:[0-9]+\).*asking for one" \
-            "the refusal of 4 queues names the policy line, and the rank asks for one"
+        devmem_expect_line "$DEVMEM_LAST_OUT" "devmem-helperd granted 1 of 4 RX queues on lo \(its policy's range and max-queues, what is free, shared among 2 local rank\(s\)\)" \
+            "each rank hears it was granted 1 of the 4 it wished for"
+        n=$(grep -Ec "RX binding [0-9]+ on lo queues ([0-9]+)-\1, .*; 4 asked, 2 sharer\(s\), max-queues 1" "$T/oneq.log")
+        [ "$n" -eq 2 ] && devmem_step_ok "the helper logs 2 one-queue bindings, 4 asked by each of 2 sharers, max-queues 1" ||
+            devmem_step_fail "the helper logs $n one-queue bindings with their ask, expected 2 (see $T/oneq.log)"
         for r in 0 1; do
             devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_queues -eq 1
         done

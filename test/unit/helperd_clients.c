@@ -6,7 +6,7 @@
  * max-clients-per-user 20; allow-group root nogroup; socket-group nogroup).
  *
  * usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME [ADDR] | foreign-netns
- *                               | strays]
+ *                               | strays | share]
  *   every scenario below, in order; "refused-user" instead checks that a uid outside
  *   allow-group is turned away at hello, and that allow-tx no refuses TX bindings (the
  *   script runs a second helper for it);
@@ -16,7 +16,10 @@
  *   there is refused (it proves nothing about the ports of the helper's namespace);
  *   "strays", against a helper (lo queues 1-8) whose emulated NIC already holds a rule into
  *   queue 3 and one into an RSS context over queues 5-6 (DEVMEM_HELPERD_EMUL_STRAYS), that
- *   its bindings get queues 1-2, 4 and 7-8 and then none.
+ *   its bindings get queues 1-2, 4 and 7-8 and then none;
+ *   "share", against a helper with lo queues 1-4 and room for 5 bindings, that ranks wishing
+ *   for 4 queues each get their share of the range among the sharers they name, the one
+ *   past the range is refused naming the holders, and the status shows who holds what.
  *
  * Every hostile client must get an answer that names what was wrong (or, for a message that
  * never completes, be dropped) while a good client, connected all along, keeps being served
@@ -203,18 +206,30 @@ static void status(struct devmem_helper_client *c, char *text, size_t len)
     }
 }
 
-static int bind_rx_queues(struct devmem_helper_client *c, size_t bytes, unsigned int nqueues,
-                          struct devmem_helper_reply *r, struct devmem_err *e)
+/* bind-rx asks: exactly one queue, as most cases here; exactly n */
+static const struct devmem_helper_rx_ask one_queue = {1, 0, false};
+
+static int bind_rx_ask(struct devmem_helper_client *c, size_t bytes,
+                       const struct devmem_helper_rx_ask *ask, struct devmem_helper_reply *r,
+                       struct devmem_err *e)
 {
     int buf = memfd(bytes), lsd = tcp_socket(SOCK_STREAM, 1);
     int rc;
 
     devmem_err_clear(e);
-    rc = devmem_helper_bind_rx(c, "lo", nqueues, buf, lsd, r, e);
+    rc = devmem_helper_bind_rx(c, "lo", ask, buf, lsd, r, e);
 
     close(buf);
     close(lsd);
     return rc;
+}
+
+static int bind_rx_queues(struct devmem_helper_client *c, size_t bytes, unsigned int nqueues,
+                          struct devmem_helper_reply *r, struct devmem_err *e)
+{
+    struct devmem_helper_rx_ask ask = {nqueues, 0, false};
+
+    return bind_rx_ask(c, bytes, &ask, r, e);
 }
 
 static int bind_rx(struct devmem_helper_client *c, size_t bytes, struct devmem_helper_reply *r,
@@ -274,7 +289,7 @@ int main(int argc, char **argv)
     int fd, buf, lsd, fds[3];
 
     if (argc < 2) {
-        fprintf(stderr, "usage: helperd_clients SOCKET [refused-user]\n");
+        fprintf(stderr, "usage: helperd_clients SOCKET [refused-user | kernel-refuses IFNAME [ADDR] | foreign-netns | strays | share]\n");
         return 2;
     }
     sock_path = argv[1];
@@ -289,7 +304,7 @@ int main(int argc, char **argv)
         buf = memfd(1 << 20);
         lsd = tcp_socket_at(SOCK_STREAM, 1, ntohl(at.s_addr)); /* on IFNAME's address */
         devmem_err_clear(&e);
-        CHECK(-EOPNOTSUPP == devmem_helper_bind_rx(good, argv[3], 1, buf, lsd, &r, &e)
+        CHECK(-EOPNOTSUPP == devmem_helper_bind_rx(good, argv[3], &one_queue, buf, lsd, &r, &e)
                   && NULL != strstr(e.msg, "the kernel refuses bind-rx on ")
                   && NULL != strstr(e.msg, "(kernel"),
               "bind-rx on %s: the kernel's refusal comes back: %s", argv[3], e.msg);
@@ -305,7 +320,7 @@ int main(int argc, char **argv)
         buf = memfd(1 << 20);
         lsd = tcp_socket(SOCK_STREAM, 1);
         devmem_err_clear(&e);
-        CHECK(-EXDEV == devmem_helper_bind_rx(good, "lo", 1, buf, lsd, &r, &e),
+        CHECK(-EXDEV == devmem_helper_bind_rx(good, "lo", &one_queue, buf, lsd, &r, &e),
               "a listening socket of another network namespace is refused: %s", e.msg);
         devmem_helper_close(good);
         return check_finish();
@@ -329,6 +344,67 @@ int main(int argc, char **argv)
             }
         }
         devmem_helper_close(good);
+        return check_finish();
+    }
+    if (argc > 2 && 0 == strcmp(argv[2], "share")) { /* a helper with lo queues 1-4 */
+        struct devmem_helper_client *rank[5];
+        struct devmem_helper_rx_ask wish = {4, 4, true}, exact = {4, 2, false};
+        char want[64];
+        int rc;
+
+        /* four ranks of a node each wish for 4 queues: each gets its share, one */
+        for (int i = 0; i < 4; i++) {
+            rank[i] = client();
+            CHECK(2 == devmem_helper_version(rank[i]), "version 2 agreed (%u)",
+                  devmem_helper_version(rank[i]));
+            rc = bind_rx_ask(rank[i], 1 << 20, &wish, &r, &e);
+            CHECK(0 == rc && 1 == r.nqueues && (unsigned int) i + 1 == r.first_queue,
+                  "rank %d of 4 sharers wishing for 4: queue %u (%u granted; %s)", i,
+                  r.first_queue, 0 == rc ? r.nqueues : 0, 0 == rc ? "granted" : e.msg);
+        }
+        /* a fifth finds none, and hears who holds them */
+        rank[4] = client();
+        snprintf(want, sizeof(want), "(1-4 pid %d)", (int) getpid());
+        rc = bind_rx_ask(rank[4], 1 << 20, &wish, &r, &e);
+        CHECK(-EBUSY == rc && NULL != strstr(e.msg, want),
+              "a fifth rank is refused, naming the holders %s: %s", want,
+              0 == rc ? "granted" : e.msg);
+        status(rank[4], text, sizeof(text));
+        CHECK(NULL != strstr(text, "interface lo: queues 1-4, 4 bound (1-4 pid "),
+              "the status shows who holds the queues: %.120s", strchr(text, '\n') + 1);
+        devmem_helper_close(rank[2]);
+        devmem_helper_close(rank[3]);
+        usleep(200 * 1000); /* the helper undoes a closed connection's bindings */
+        status(rank[4], text, sizeof(text));
+        snprintf(want, sizeof(want), "2 bound (1-2 pid %d, 3-4 free)", (int) getpid());
+        CHECK(NULL != strstr(text, want), "two ranks gone: %s", want);
+        /* exact counts keep their meaning: 4 asked, 2 free, refused */
+        rc = bind_rx_ask(rank[4], 1 << 20, &exact, &r, &e);
+        CHECK(-EBUSY == rc && NULL != strstr(e.msg, "no 4 free"),
+              "an exact ask for 4 with 2 free is refused: %s", 0 == rc ? "granted" : e.msg);
+        devmem_helper_close(rank[0]);
+        devmem_helper_close(rank[1]);
+        usleep(200 * 1000);
+        /* two sharers: 2 each */
+        wish.sharers = 2;
+        rank[0] = client();
+        rank[1] = client();
+        for (int i = 0; i < 2; i++) {
+            rc = bind_rx_ask(rank[i], 1 << 20, &wish, &r, &e);
+            CHECK(0 == rc && 2 == r.nqueues && (unsigned int) (1 + 2 * i) == r.first_queue,
+                  "rank %d of 2 sharers: queues %u-%u (%s)", i, r.first_queue,
+                  r.first_queue + r.nqueues - 1, 0 == rc ? "granted" : e.msg);
+        }
+        /* one rank alone (sharers unknown) takes what is free, fewer than it wished */
+        devmem_helper_close(rank[1]);
+        usleep(200 * 1000);
+        wish.sharers = 0;
+        rc = bind_rx_ask(rank[4], 1 << 20, &wish, &r, &e);
+        CHECK(0 == rc && 2 == r.nqueues && 3 == r.first_queue,
+              "a wish for 4 with 2 free gets those 2: %u-%u (%s)", r.first_queue,
+              r.first_queue + r.nqueues - 1, 0 == rc ? "granted" : e.msg);
+        devmem_helper_close(rank[0]);
+        devmem_helper_close(rank[4]);
         return check_finish();
     }
     if (argc > 2 && 0 == strcmp(argv[2], "refused-user")) {
@@ -368,11 +444,23 @@ int main(int argc, char **argv)
     close(fd);
     fd = raw_connect();
     {
-        struct devmem_helper_hello hello = {2, 3, 0};
+        struct devmem_helper_hello hello = {3, 4, 0};
         send_msg(fd, 1, DEVMEM_HELPER_HELLO, sizeof(hello), &hello, sizeof(hello), NULL, 0);
     }
-    CHECK(refused_with(fd, EPROTO, "versions 2-3") && closed(fd),
-          "a hello offering only versions 2-3 is refused");
+    CHECK(refused_with(fd, EPROTO, "versions 3-4") && closed(fd),
+          "a hello offering only versions 3-4 is refused");
+    close(fd);
+    /* a client of version 1 (before sharers) is still served, in version 1 */
+    fd = raw_connect();
+    send_hello(fd);
+    {
+        struct devmem_helper_msg m;
+        int got = read_answer(fd, &m, 5000);
+
+        CHECK(1 == got && DEVMEM_HELPER_REPLY == m.type && 1 == m.body.reply.version,
+              "a hello offering version 1 only is answered with version 1 (%s, version %u)",
+              1 == got ? "answered" : "no answer", 1 == got ? m.body.reply.version : 0);
+    }
     close(fd);
 
     /* a request before hello */
@@ -454,7 +542,7 @@ int main(int argc, char **argv)
         if (0 != pipe2(pipefd, O_CLOEXEC)) {
             return 1;
         }
-        CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", 1, pipefd[0], lsd, &r2, &e)
+        CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", &one_queue, pipefd[0], lsd, &r2, &e)
                   && NULL != strstr(e.msg, "not one"),
               "a pipe passed as the dmabuf is refused: %s", e.msg);
         close(pipefd[0]);
@@ -462,12 +550,12 @@ int main(int argc, char **argv)
     }
     {
         int udp = tcp_socket(SOCK_DGRAM, 0), idle = tcp_socket(SOCK_STREAM, 0);
-        CHECK(-ENOTSOCK == devmem_helper_bind_rx(other, "lo", 1, buf, udp, &r2, &e),
+        CHECK(-ENOTSOCK == devmem_helper_bind_rx(other, "lo", &one_queue, buf, udp, &r2, &e),
               "a UDP socket is no device-flow socket: %s", e.msg);
-        CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, idle, &r2, &e)
+        CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", &one_queue, buf, idle, &r2, &e)
                   && NULL != strstr(e.msg, "not listening"),
               "a bound socket that does not listen has no port to steer: %s", e.msg);
-        CHECK(-ENOTSOCK == devmem_helper_bind_rx(other, "lo", 1, buf, buf, &r2, &e),
+        CHECK(-ENOTSOCK == devmem_helper_bind_rx(other, "lo", &one_queue, buf, buf, &r2, &e),
               "a memfd passed as the socket: %s", e.msg);
         close(udp);
         close(idle);
@@ -476,22 +564,22 @@ int main(int argc, char **argv)
         int any = tcp_socket_at(SOCK_STREAM, 1, INADDR_ANY);
         int elsewhere = tcp_socket_at(SOCK_STREAM, 1, INADDR_LOOPBACK + 1); /* 127.0.0.2 */
         int file = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-        CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, any, &r2, &e)
+        CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", &one_queue, buf, any, &r2, &e)
                   && NULL != strstr(e.msg, "wildcard"),
               "a socket on the wildcard address (port for every address): %s", e.msg);
-        CHECK(-EADDRNOTAVAIL == devmem_helper_bind_rx(other, "lo", 1, buf, elsewhere, &r2, &e),
+        CHECK(-EADDRNOTAVAIL == devmem_helper_bind_rx(other, "lo", &one_queue, buf, elsewhere, &r2, &e),
               "a socket on an address lo does not have: %s", e.msg);
-        CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", 1, file, lsd, &r2, &e),
+        CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", &one_queue, file, lsd, &r2, &e),
               "a plain file passed as the dmabuf: %s", e.msg);
         {
             int picked = socket_on(SOCK_STREAM, 1, INADDR_LOOPBACK, 1), reuse = tcp_socket(
-                SOCK_STREAM, 0), one = 1;
-            CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, picked, &r2, &e)
+                SOCK_STREAM, 0), on = 1;
+            CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", &one_queue, buf, picked, &r2, &e)
                       && NULL != strstr(e.msg, "ephemeral range"),
                   "a port the kernel picked (shutdown() would give it back): %s", e.msg);
-            setsockopt(reuse, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            setsockopt(reuse, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
             listen(reuse, 4);
-            CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", 1, buf, reuse, &r2, &e)
+            CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", &one_queue, buf, reuse, &r2, &e)
                       && NULL != strstr(e.msg, "SO_REUSEADDR"),
                   "a socket with SO_REUSEADDR (its port could be shared): %s", e.msg);
             close(picked);
@@ -501,7 +589,7 @@ int main(int argc, char **argv)
         close(elsewhere);
         close(file);
     }
-    CHECK(-EACCES == devmem_helper_bind_rx(other, "eth0", 1, buf, lsd, &r2, &e)
+    CHECK(-EACCES == devmem_helper_bind_rx(other, "eth0", &one_queue, buf, lsd, &r2, &e)
               && NULL != strstr(e.msg, "refused by policy (interface"),
           "an interface outside the policy: %s", e.msg);
     CHECK(-ENOENT == devmem_helper_release(other, r.binding_id, &e),
@@ -527,7 +615,7 @@ int main(int argc, char **argv)
         int held = tcp_socket(SOCK_STREAM, 1), mine = memfd(1 << 20);
         char want[64];
         devmem_err_clear(&e);
-        CHECK(0 == devmem_helper_bind_rx(good, "lo", 1, mine, held, &r2, &e),
+        CHECK(0 == devmem_helper_bind_rx(good, "lo", &one_queue, mine, held, &r2, &e),
               "a second binding for the good client (%s)", e.msg);
         shutdown(held, SHUT_RDWR);
         usleep(300 * 1000);
@@ -539,11 +627,11 @@ int main(int argc, char **argv)
         close(held);
         /* SO_REUSEADDR set after the binding: the once-a-second recheck drops it */
         held = tcp_socket(SOCK_STREAM, 1);
-        CHECK(0 == devmem_helper_bind_rx(good, "lo", 1, mine, held, &r2, &e),
+        CHECK(0 == devmem_helper_bind_rx(good, "lo", &one_queue, mine, held, &r2, &e),
               "a third binding for the good client (%s)", e.msg);
         {
             int one = 1;
-            setsockopt(held, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+            setsockopt(held, SOL_SOCKET, SO_REUSEADDR, &one_queue, sizeof(one));
         }
         usleep(1500 * 1000);
         status(good, text, sizeof(text));

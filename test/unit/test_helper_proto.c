@@ -109,8 +109,11 @@ int main(void)
           && NULL != strstr(e.msg, "empty"), "an empty name: \"%s\"", e.msg);
     CHECK(-EPROTO == spoiled(DEVMEM_HELPER_BIND_RX, &rx, sizeof(rx), H + 16, 200, 2, &e)
           && NULL != strstr(e.msg, "200 queues"), "too many queues: \"%s\"", e.msg);
-    CHECK(-EPROTO == spoiled(DEVMEM_HELPER_BIND_RX, &rx, sizeof(rx), H + 20, 1, 2, &e),
-          "a reserved field set: \"%s\"", e.msg);
+    CHECK(-EPROTO == spoiled(DEVMEM_HELPER_BIND_RX, &rx, sizeof(rx), H + 22, 0x80, 2, &e)
+              && NULL != strstr(e.msg, "flags 0x80"), "an unknown bind-rx flag: \"%s\"", e.msg);
+    CHECK(-EPROTO == spoiled(DEVMEM_HELPER_BIND_RX, &rx, sizeof(rx), H + 21, 0x20, 2, &e)
+              && NULL != strstr(e.msg, "8192 sharers"),
+          "more sharers than a host has: \"%s\"", e.msg);
     memset(tx.ifname, 0, sizeof(tx.ifname));
     strcpy(tx.ifname, "..");
     CHECK(-1000 == spoiled(DEVMEM_HELPER_BIND_TX, &tx, sizeof(tx), -1, 0, 1, &e),

@@ -270,6 +270,10 @@ long hd_now_ms(void);
 /* status.c */
 void hd_status_text(const struct helperd *hd, const struct hd_client *asker, char *buf,
                     size_t len);
+/* Who holds the queues of itf's policy range, e.g. "1-2 pid 812, 3 pid 813, 4 free"; queues
+ * in foreign (bit i: queue qlo + i) that no binding holds are "stray rule". */
+void hd_queue_holders(const struct helperd *hd, const struct hd_iface *itf, uint64_t foreign,
+                      char *buf, size_t len);
 void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules,
                       unsigned int *contexts);
 

@@ -318,6 +318,31 @@ static int pick_queues(const struct hd_iface *itf, unsigned int n, uint64_t fore
     return -EBUSY;
 }
 
+/* How many queues a bind-rx gets (0: none free), the first in *first. Exactly what it asked
+ * for, or, when the asker takes fewer, its share of the policy's range among the ranks that
+ * will ask on this NIC (at least one, at most max-queues), down to the longest free run:
+ * so that a node's ranks all fit, and none takes every queue before the next one asks. */
+static unsigned int grant_queues(const struct helperd *hd, const struct hd_iface *itf,
+                                 const struct devmem_helper_bind_rx *req, uint64_t foreign,
+                                 unsigned int *first)
+{
+    unsigned int span = itf->pol->qhi - itf->pol->qlo + 1;
+    unsigned int sharers = 0 != req->sharers ? req->sharers : 1;
+    unsigned int n = req->nqueues;
+
+    if (!(req->flags & DEVMEM_HELPER_RX_FEWER)) {
+        return 0 == pick_queues(itf, n, foreign, first) ? n : 0;
+    }
+    n = n < span / sharers ? n : span / sharers;
+    n = n < hd->policy.max_queues ? n : hd->policy.max_queues;
+    for (n = n > 0 ? n : 1; n > 0; n--) {
+        if (0 == pick_queues(itf, n, foreign, first)) {
+            return n;
+        }
+    }
+    return 0;
+}
+
 static uint64_t queue_bits(const struct hd_iface *itf, unsigned int first, unsigned int n)
 {
     uint64_t bits = 0;
@@ -394,7 +419,7 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     struct devmem_nic_flow flow;
     struct hd_binding *b = NULL;
     struct hd_iface *itf;
-    unsigned int ifindex, n_rx = 0, first = 0;
+    unsigned int ifindex, n_rx = 0, first = 0, nqueues;
     struct hd_passed passed;
     uint64_t foreign = 0;
     uint64_t bytes = 0;
@@ -446,7 +471,7 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
                             pol->at.line, n_rx);
         goto fail;
     }
-    if (req->nqueues > hd->policy.max_queues) {
+    if (req->nqueues > hd->policy.max_queues && !(req->flags & DEVMEM_HELPER_RX_FEWER)) {
         char where[300];
 
         rc = devmem_err_set(err, EDQUOT, "refused by policy (max-queues %u, %s): %u RX queues "
@@ -459,24 +484,27 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     if (0 != (rc = foreign_queues(hd, itf, &foreign, err))) {
         goto fail;
     }
-    if (0 != pick_queues(itf, req->nqueues, foreign, &first)) {
+    if (0 == (nqueues = grant_queues(hd, itf, req, foreign, &first))) {
+        char holders[512];
+
+        /* stray rules: rules this helper did not make, named in its log */
+        hd_queue_holders(hd, itf, foreign, holders, sizeof(holders));
         rc = devmem_err_set(err, EBUSY, "refused by policy (interface, %s:%d): no %u free "
-                            "queue(s) next to each other in %u-%u on %s%s", hd->policy.path,
-                            pol->at.line, req->nqueues, pol->qlo, pol->qhi, itf->name,
-                            0 != foreign ? " (some are targets of steering rules this helper "
-                            "did not make: see its log)" : "");
+                            "queue(s) next to each other in %u-%u on %s (%s)",
+                            hd->policy.path, pol->at.line,
+                            req->flags & DEVMEM_HELPER_RX_FEWER ? 1 : req->nqueues, pol->qlo,
+                            pol->qhi, itf->name, holders);
         goto fail;
     }
     if (0 != (rc = hd->be->prepare_rx(itf, err))) {
         goto fail;
     }
-    rc = hd->be->bind_rx(itf, c->fds[0], first, req->nqueues, &b->id, &b->kstate, err);
+    rc = hd->be->bind_rx(itf, c->fds[0], first, nqueues, &b->id, &b->kstate, err);
     if (0 != rc) {
         goto fail;
     }
     /* several queues: the port's flows spread over them through an RSS context */
-    if (req->nqueues > 1 && 0 != (rc = hd->be->ctx_add(itf, first, req->nqueues, &b->rss_ctx,
-                                                       err))) {
+    if (nqueues > 1 && 0 != (rc = hd->be->ctx_add(itf, first, nqueues, &b->rss_ctx, err))) {
         hd->be->unbind(itf, b->kstate);
         goto fail;
     }
@@ -493,7 +521,7 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     itf->nctx += 0 != b->rss_ctx;
     b->has_rule = true;
     b->first_queue = first;
-    b->nqueues = req->nqueues;
+    b->nqueues = nqueues;
     b->port = flow.dst_port;
     b->bytes = bytes;
     /* hold the socket while the rule stands, so that its port cannot pass to another
@@ -507,7 +535,7 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     binding_add(c, b);
     reply->binding_id = b->id;
     reply->first_queue = first;
-    reply->nqueues = req->nqueues;
+    reply->nqueues = nqueues;
     reply->rule_id = b->rule_id;
     {
         char ctx[40] = "";
@@ -515,10 +543,16 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
         if (0 != b->rss_ctx) {
             snprintf(ctx, sizeof(ctx), ", into RSS context %u", b->rss_ctx);
         }
+        char asked[80] = "";
+
+        if (nqueues != req->nqueues || 0 != req->sharers) {
+            snprintf(asked, sizeof(asked), "; %u asked, %u sharer(s), max-queues %u",
+                     req->nqueues, req->sharers, hd->policy.max_queues);
+        }
         hd_log(LOG_INFO, "pid %d uid %u: RX binding %u on %s queues %u-%u, port %u steered "
-               "(rule %u%s), %llu bytes", (int) c->pid, (unsigned) c->uid, b->id, itf->name,
-               first, first + req->nqueues - 1, (unsigned) b->port, b->rule_id, ctx,
-               (unsigned long long) bytes);
+               "(rule %u%s), %llu bytes%s", (int) c->pid, (unsigned) c->uid, b->id, itf->name,
+               first, first + nqueues - 1, (unsigned) b->port, b->rule_id, ctx,
+               (unsigned long long) bytes, asked);
     }
     return 0;
 fail:

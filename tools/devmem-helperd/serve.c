@@ -108,10 +108,11 @@ static void handle(struct helperd *hd, struct hd_client *c, const struct devmem_
             return;
         }
         if (m->body.hello.min_version > DEVMEM_HELPER_VERSION
-            || m->body.hello.max_version < DEVMEM_HELPER_VERSION) {
+            || m->body.hello.max_version < DEVMEM_HELPER_VERSION_MIN) {
             devmem_err_set(&e, EPROTO, "helper protocol: the client speaks versions %u-%u, this "
-                           "helper speaks %d", m->body.hello.min_version,
-                           m->body.hello.max_version, DEVMEM_HELPER_VERSION);
+                           "helper speaks %d-%d", m->body.hello.min_version,
+                           m->body.hello.max_version, DEVMEM_HELPER_VERSION_MIN,
+                           DEVMEM_HELPER_VERSION);
             protocol_error(hd, c, m->seq, &e);
             return;
         }
@@ -120,7 +121,10 @@ static void handle(struct helperd *hd, struct hd_client *c, const struct devmem_
             return;
         }
         c->hello = true;
-        reply.version = DEVMEM_HELPER_VERSION;
+        /* the newest both speak; a version 1 client sends zero sharers and flags, which
+         * mean what version 1 did (exactly nqueues, no sharing known) */
+        reply.version = m->body.hello.max_version < DEVMEM_HELPER_VERSION
+                            ? m->body.hello.max_version : DEVMEM_HELPER_VERSION;
         break;
     case DEVMEM_HELPER_BIND_RX:
         rc = hd_request_bind_rx(hd, c, &m->body.bind_rx, &reply, &e);

@@ -51,6 +51,62 @@ void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned
     }
 }
 
+/* The pid whose RX binding holds queue q of itf; 0 when none. */
+static pid_t queue_holder(const struct helperd *hd, const struct hd_iface *itf, unsigned int q)
+{
+    for (const struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+        for (const struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+            if (b->rx && b->itf == itf && q >= b->first_queue
+                && q < b->first_queue + b->nqueues) {
+                return c->pid;
+            }
+        }
+    }
+    return 0;
+}
+
+/* What holds queue q: a pid, or 0 with *what saying why none does. */
+static pid_t queue_state(const struct helperd *hd, const struct hd_iface *itf, uint64_t foreign,
+                         unsigned int q, const char **what)
+{
+    uint64_t bit = 1ull << (q - itf->pol->qlo);
+    pid_t who = queue_holder(hd, itf, q);
+
+    *what = 0 != who ? "pid" : 0 != (itf->stuck & bit) ? "held back"
+                             : 0 != (foreign & bit) ? "stray rule" : "free";
+    return who;
+}
+
+void hd_queue_holders(const struct helperd *hd, const struct hd_iface *itf, uint64_t foreign,
+                      char *buf, size_t len)
+{
+    struct out o = {buf, len, 0, false};
+    unsigned int q = itf->pol->qlo;
+
+    buf[0] = '\0';
+    while (q <= itf->pol->qhi) {
+        const char *what, *next;
+        pid_t who = queue_state(hd, itf, foreign, q, &what);
+        unsigned int end = q;
+
+        /* a run of queues in one state */
+        while (end < itf->pol->qhi && queue_state(hd, itf, foreign, end + 1, &next) == who
+               && 0 == strcmp(next, what)) {
+            end++;
+        }
+        put(&o, "%s%u", q == itf->pol->qlo ? "" : ", ", q);
+        if (end != q) {
+            put(&o, "-%u", end);
+        }
+        if (0 != who) {
+            put(&o, " pid %d", (int) who);
+        } else {
+            put(&o, " %s", what);
+        }
+        q = end + 1;
+    }
+}
+
 static const char *hds_name(int v)
 {
     return 2 == v ? "on" : 1 == v ? "off" : "unknown";
@@ -74,9 +130,12 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         for (unsigned int q = 0; q < HD_QUEUES_MAX; q++) {
             used += 0 != (itf->busy & (1ull << q));
         }
-        put(&o, "interface %s: queues %u-%u, %u bound; bindings=%u rules=%u contexts=%u",
-            itf->name, itf->pol->qlo, itf->pol->qhi, used, itf->nbindings, itf->nrules,
-            itf->nctx);
+        char holders[512];
+
+        hd_queue_holders(hd, itf, 0, holders, sizeof(holders));
+        put(&o, "interface %s: queues %u-%u, %u bound (%s); bindings=%u rules=%u contexts=%u",
+            itf->name, itf->pol->qlo, itf->pol->qhi, used, holders, itf->nbindings,
+            itf->nrules, itf->nctx);
         if (itf->hds_set || itf->rss_set || itf->ntuple_set || itf->rxbuf_set) {
             put(&o, "; changed:%s%s%s%s", itf->hds_set ? " header-split" : "",
                 itf->rss_set ? " rss" : "", itf->ntuple_set ? " ntuple" : "",

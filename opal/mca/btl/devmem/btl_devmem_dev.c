@@ -276,10 +276,17 @@ static unsigned int queues_wanted(void)
     return n > 0 ? (unsigned int) n : (unsigned int) mca_btl_devmem_component.devflows;
 }
 
+/* The ranks of this job on this host: all may bind queues on the same NIC. */
+static unsigned int local_ranks(void)
+{
+    return opal_process_info.num_local_peers + 1;
+}
+
 /* The queues this rank binds, *first .. *first + *n - 1: the last ones of the NIC, local
- * rank r taking the r-th group from the top, so that ranks
- * sharing a NIC take distinct queues and RSS keeps the low ones. By default (rx_queues -1)
- * fewer than wanted where the NIC has fewer to spare; an explicit count must fit. */
+ * rank r taking the r-th group from the top, so that ranks sharing a NIC take distinct
+ * queues and RSS keeps the low ones. By default (rx_queues -1) each rank takes the same
+ * share, fewer than wanted where the NIC has fewer for all local ranks (every rank works
+ * it out alike, so the groups never overlap); an explicit count must fit. */
 static int pick_queues(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
                        unsigned int *first, unsigned int *n, char *why, size_t len)
 {
@@ -288,8 +295,8 @@ static int pick_queues(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
     unsigned int want = queues_wanted();
 
     /* queue 0 stays with RSS: n_rx - 1 queues for the local ranks' groups */
-    if (!fixed && (unsigned int) (local + 1) * want > n_rx - 1 && n_rx > 1) {
-        want = (n_rx - 1) / (unsigned int) (local + 1);
+    if (!fixed && local_ranks() * want > n_rx - 1 && n_rx > 1) {
+        want = (n_rx - 1) / local_ranks();
     }
     if (0 == want || n_rx < 1 || (unsigned int) (local + 1) * want > n_rx - 1) {
         say(why, len, "%s has %u RX queue(s): not %u left for local rank %d once queue 0 stays "
@@ -326,22 +333,32 @@ static int check_rss(const struct mca_btl_devmem_if *itf, unsigned int queue, ch
 
 /* Ask the helper to bind the pool (fd: its dmabuf, or the emulation's memfd) to the queues
  * wanted and steer the listen socket's port (into an RSS context over them when several);
- * it picks the queues. By default, a refusal of several queues is asked again for one. */
+ * it picks the queues. By default the count is a wish: the helper grants this rank's share
+ * of its range among the local ranks (a version 1 helper cannot: a refusal of several
+ * queues is asked again for one). */
 static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_t len)
 {
+    struct devmem_helper_client *h = mca_btl_devmem_helper();
+    struct devmem_helper_rx_ask ask = {queues_wanted(), local_ranks(),
+                                       mca_btl_devmem_component.rx_queues < 0};
     struct devmem_helper_reply reply;
     struct devmem_err e;
-    unsigned int want = queues_wanted();
-    int rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, want, fd,
-                                   d->listener.fd, &reply, &e);
+    int rc = devmem_helper_bind_rx(h, d->module->itf.name, &ask, fd, d->listener.fd, &reply,
+                                   &e);
 
     /* a refused descriptor (-EBADF: the stand-in of helper_probe_nic) is not the count */
-    if (0 != rc && want > 1 && mca_btl_devmem_component.rx_queues < 0 && -EPERM != rc
-        && -EBADF != rc) {
+    if (0 != rc && ask.nqueues > 1 && ask.fewer && devmem_helper_version(h) < 2
+        && -EPERM != rc && -EBADF != rc) {
         DEVMEM_VERBOSE(1, "devmem-helperd refused %u RX queues on %s (%s): asking for one",
-                       want, d->module->itf.name, e.msg);
-        rc = devmem_helper_bind_rx(mca_btl_devmem_helper(), d->module->itf.name, 1, fd,
-                                   d->listener.fd, &reply, &e);
+                       ask.nqueues, d->module->itf.name, e.msg);
+        ask.nqueues = 1;
+        rc = devmem_helper_bind_rx(h, d->module->itf.name, &ask, fd, d->listener.fd, &reply,
+                                   &e);
+    }
+    if (0 == rc && reply.nqueues < ask.nqueues) {
+        DEVMEM_VERBOSE(1, "devmem-helperd granted %u of %u RX queues on %s (its policy's "
+                       "range and max-queues, what is free, shared among %u local rank(s))",
+                       reply.nqueues, ask.nqueues, d->module->itf.name, ask.sharers);
     }
     if (0 != rc) {
         say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->module->itf.name, e.msg);

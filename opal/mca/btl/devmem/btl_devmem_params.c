@@ -167,8 +167,8 @@ int mca_btl_devmem_params_register(void)
             "RX queues each interface's pool is bound to, 1-64; with more than one, the "
             "device-flow port is steered into an RSS context over them, so that a peer's lanes "
             "arrive on several queues (several softirq cores). -1: as many as "
-            "btl_devmem_devflows, fewer where the NIC (or the helper's policy) has fewer to "
-            "spare",
+            "btl_devmem_devflows, fewer where this rank's share of the NIC's queues (or of "
+            "the helper's range) among the job's ranks on the host is smaller",
             OPAL_INFO_LVL_4, &c->rx_queues);
     c->devflows = MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT;
     reg_int("devflows",

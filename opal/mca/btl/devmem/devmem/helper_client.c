@@ -19,6 +19,7 @@ struct devmem_helper_client {
     int fd;
     int timeout_ms;
     uint32_t seq;
+    unsigned int version; /* agreed at hello */
     char path[sizeof(((struct sockaddr_un *) 0)->sun_path)];
     /* bytes read past the answer being waited for (the helper sends nothing unasked, so
      * this stays empty unless it misbehaves) */
@@ -244,7 +245,7 @@ int devmem_helper_connect(struct devmem_helper_client **out, const char *path, i
                           struct devmem_err *err)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    struct devmem_helper_hello hello = {DEVMEM_HELPER_VERSION, DEVMEM_HELPER_VERSION, 0};
+    struct devmem_helper_hello hello = {DEVMEM_HELPER_VERSION_MIN, DEVMEM_HELPER_VERSION, 0};
     struct devmem_helper_client *c;
     struct devmem_helper_msg answer;
     int rc;
@@ -276,10 +277,13 @@ int devmem_helper_connect(struct devmem_helper_client **out, const char *path, i
     }
     rc = devmem_helper_call(c, DEVMEM_HELPER_HELLO, &hello, sizeof(hello), NULL, 0, &answer,
                             err);
-    if (0 == rc && DEVMEM_HELPER_VERSION != answer.body.reply.version) {
+    if (0 == rc && (answer.body.reply.version < DEVMEM_HELPER_VERSION_MIN
+                    || answer.body.reply.version > DEVMEM_HELPER_VERSION)) {
         rc = devmem_err_set(err, EPROTO, "helper at %s agreed on version %u, this side speaks "
-                            "%d", path, answer.body.reply.version, DEVMEM_HELPER_VERSION);
+                            "%d-%d", path, answer.body.reply.version, DEVMEM_HELPER_VERSION_MIN,
+                            DEVMEM_HELPER_VERSION);
     }
+    c->version = answer.body.reply.version;
     if (0 != rc) {
         devmem_helper_close(c);
         return rc;
@@ -304,6 +308,11 @@ int devmem_helper_client_fd(const struct devmem_helper_client *c)
     return c->fd;
 }
 
+unsigned int devmem_helper_version(const struct devmem_helper_client *c)
+{
+    return c->version;
+}
+
 static int put_ifname(char *dst, const char *ifname, struct devmem_err *err)
 {
     if (NULL == ifname || strlen(ifname) >= DEVMEM_HELPER_IFNAME) {
@@ -315,14 +324,19 @@ static int put_ifname(char *dst, const char *ifname, struct devmem_err *err)
 }
 
 int devmem_helper_bind_rx(struct devmem_helper_client *c, const char *ifname,
-                          unsigned int nqueues, int dmabuf_fd, int listen_fd,
+                          const struct devmem_helper_rx_ask *ask, int dmabuf_fd, int listen_fd,
                           struct devmem_helper_reply *reply, struct devmem_err *err)
 {
-    struct devmem_helper_bind_rx req = {.nqueues = nqueues};
+    struct devmem_helper_bind_rx req = {.nqueues = ask->nqueues};
     struct devmem_helper_msg answer;
     int fds[2] = {dmabuf_fd, listen_fd};
     int rc = put_ifname(req.ifname, ifname, err);
 
+    if (c->version >= 2) { /* a version 1 helper takes these fields for reserved ones */
+        req.sharers = (uint16_t) (ask->sharers > DEVMEM_HELPER_SHARERS_MAX
+                                      ? DEVMEM_HELPER_SHARERS_MAX : ask->sharers);
+        req.flags = ask->fewer ? DEVMEM_HELPER_RX_FEWER : 0;
+    }
     if (0 == rc) {
         rc = devmem_helper_call(c, DEVMEM_HELPER_BIND_RX, &req, sizeof(req), fds, 2, &answer,
                                 err);

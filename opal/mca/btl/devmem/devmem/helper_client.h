@@ -13,6 +13,7 @@
 #ifndef DEVMEM_HELPER_CLIENT_H
 #define DEVMEM_HELPER_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,10 +32,21 @@ int devmem_helper_connect(struct devmem_helper_client **c, const char *path, int
                           struct devmem_err *err);
 void devmem_helper_close(struct devmem_helper_client *c);
 
-/* Bind dmabuf_fd to nqueues RX queues of ifname and steer the port that listen_fd (a
- * listening TCP socket of this process) is bound to into the first of them. */
+/* The version agreed at hello (DEVMEM_HELPER_VERSION_MIN..DEVMEM_HELPER_VERSION). */
+unsigned int devmem_helper_version(const struct devmem_helper_client *c);
+
+/* What a bind-rx asks for. */
+struct devmem_helper_rx_ask {
+    unsigned int nqueues; /* RX queues wanted */
+    unsigned int sharers; /* ranks of this job on this host asking on the NIC (0: unknown) */
+    bool fewer;           /* nqueues is a wish: fewer (at least 1) rather than a refusal */
+};
+
+/* Bind dmabuf_fd to RX queues of ifname and steer the port that listen_fd (a listening TCP
+ * socket of this process) is bound to into them; reply says which queues. A version 1
+ * helper hears neither sharers nor fewer: it grants nqueues or refuses. */
 int devmem_helper_bind_rx(struct devmem_helper_client *c, const char *ifname,
-                          unsigned int nqueues, int dmabuf_fd, int listen_fd,
+                          const struct devmem_helper_rx_ask *ask, int dmabuf_fd, int listen_fd,
                           struct devmem_helper_reply *reply, struct devmem_err *err);
 /* A TX binding of dmabuf_fd on ifname. */
 int devmem_helper_bind_tx(struct devmem_helper_client *c, const char *ifname, int dmabuf_fd,

@@ -95,8 +95,11 @@ static int check_body(struct devmem_helper_msg *m, size_t len, struct devmem_err
         }
         return 0;
     case DEVMEM_HELPER_BIND_RX:
-        if (0 != m->body.bind_rx.reserved) {
-            return devmem_err_set(err, EPROTO, "helper protocol: reserved bind-rx field set");
+        if (0 != (m->body.bind_rx.flags & ~DEVMEM_HELPER_RX_FLAGS)
+            || m->body.bind_rx.sharers > DEVMEM_HELPER_SHARERS_MAX) {
+            return devmem_err_set(err, EPROTO, "helper protocol: bind-rx with flags 0x%x, %u "
+                                  "sharers (at most %d)", m->body.bind_rx.flags,
+                                  m->body.bind_rx.sharers, DEVMEM_HELPER_SHARERS_MAX);
         }
         if (0 == m->body.bind_rx.nqueues || m->body.bind_rx.nqueues > DEVMEM_HELPER_QUEUES_MAX) {
             return devmem_err_set(err, EPROTO, "helper protocol: bind-rx asks for %u queues "
@@ -113,6 +116,7 @@ static int check_body(struct devmem_helper_msg *m, size_t len, struct devmem_err
         return 0;
     case DEVMEM_HELPER_REPLY:
         if (0 != m->body.reply.reserved || m->body.reply.version > DEVMEM_HELPER_VERSION
+            || (0 != m->body.reply.version && m->body.reply.version < DEVMEM_HELPER_VERSION_MIN)
             || m->body.reply.nqueues > DEVMEM_HELPER_QUEUES_MAX
             || m->body.reply.first_queue > UINT32_MAX - m->body.reply.nqueues) {
             return devmem_err_set(err, EPROTO, "helper protocol: a reply with version %u, "
@@ -154,9 +158,9 @@ ssize_t devmem_helper_parse(const void *buf, size_t len, size_t nfds,
     if (DEVMEM_HELPER_MAGIC != h.magic) {
         return devmem_err_set(err, EPROTO, "helper protocol: bad magic 0x%08x", h.magic);
     }
-    if (DEVMEM_HELPER_VERSION != h.version) {
-        return devmem_err_set(err, EPROTO, "helper protocol: version %u, this side speaks %d",
-                              h.version, DEVMEM_HELPER_VERSION);
+    if (DEVMEM_HELPER_FRAMING != h.version) {
+        return devmem_err_set(err, EPROTO, "helper protocol: framing version %u, this side "
+                              "speaks %d", h.version, DEVMEM_HELPER_FRAMING);
     }
     if ((want = body_size(h.type)) < 0) {
         return devmem_err_set(err, EPROTO, "helper protocol: unknown message type %u", h.type);
@@ -187,7 +191,7 @@ ssize_t devmem_helper_parse(const void *buf, size_t len, size_t nfds,
 ssize_t devmem_helper_build(void *buf, size_t cap, uint16_t type, uint32_t seq,
                             const void *body, size_t body_len)
 {
-    struct devmem_helper_hdr h = {DEVMEM_HELPER_MAGIC, DEVMEM_HELPER_VERSION, type, seq,
+    struct devmem_helper_hdr h = {DEVMEM_HELPER_MAGIC, DEVMEM_HELPER_FRAMING, type, seq,
                                   (uint32_t) body_len};
     struct devmem_helper_msg check;
     long want = body_size(type);

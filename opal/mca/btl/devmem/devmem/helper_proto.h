@@ -24,7 +24,9 @@
 #include "err.h"
 
 #define DEVMEM_HELPER_MAGIC 0x50484d44u /* "DMHP" in memory on little-endian */
-#define DEVMEM_HELPER_VERSION 1
+#define DEVMEM_HELPER_FRAMING 1         /* the header's version: its layout, the bodies' sizes */
+#define DEVMEM_HELPER_VERSION 2         /* agreed at hello; 2: bind-rx names its sharers */
+#define DEVMEM_HELPER_VERSION_MIN 1     /* the oldest this side still speaks */
 #define DEVMEM_HELPER_BODY_MAX 4096     /* the longest body (a status text) */
 #define DEVMEM_HELPER_FDS_MAX 2
 #define DEVMEM_HELPER_IFNAME 16         /* IFNAMSIZ */
@@ -61,9 +63,17 @@ struct devmem_helper_hello {
 struct devmem_helper_bind_rx {
     char ifname[DEVMEM_HELPER_IFNAME];
     uint32_t nqueues; /* RX queues wanted, 1..DEVMEM_HELPER_QUEUES_MAX */
-    uint32_t reserved;
+    /* version 2 (zero in version 1): the ranks of the asker's job on this host that will
+     * ask for queues on ifname, itself included (0: not known, taken as 1) */
+    uint16_t sharers;
+    uint16_t flags;   /* DEVMEM_HELPER_RX_* */
 };
 #define DEVMEM_HELPER_QUEUES_MAX 64
+#define DEVMEM_HELPER_SHARERS_MAX 4096
+/* nqueues is a wish: grant fewer (at least one) rather than refuse; the fair share of the
+ * sharers and the policy's max-queues bound it */
+#define DEVMEM_HELPER_RX_FEWER 0x1
+#define DEVMEM_HELPER_RX_FLAGS DEVMEM_HELPER_RX_FEWER
 
 struct devmem_helper_bind_tx {
     char ifname[DEVMEM_HELPER_IFNAME];
