@@ -6,7 +6,8 @@
 # The validated MPI programs at 2 to 4 ranks with btl_devmem_mode require (so a run that
 # fell back to host TCP fails), then a 4-page pool that forces backpressure.
 # Checked per rank: device path on, rx_dmabuf > 0 (not for the strided datatypes, which
-# take no get), tokens handed out == tokens returned, no protocol error.
+# take no get), tokens handed out == tokens returned, no protocol error; lanes only toward
+# peers with gets.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -29,6 +30,16 @@ run 3 1 anysource -m 256k
 run 2 1 unexpected -m 8M
 run 2 0 vector -m 1M
 run 4 1 collectives -m 4M
+# Lanes open on demand: every rank asked each peer for its lanes by its first get (4 lanes a
+# peer, 3 peers, a descriptor each way); a job of eager messages only asks for none.
+for ((r = 0; r < 4; r++)); do
+    devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflows -eq 12
+done
+if devmem_mpi_test collectives 4 -- -m 4k; then
+    for ((r = 0; r < 4; r++)); do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_fds_max -eq 0
+    done
+fi
 
 # Backpressure: a pool of 4 pages holds at most 4 fragments, so nearly every receive stops
 # when the pool is empty and the rest waits in the socket (TCP flow control holds the sender).

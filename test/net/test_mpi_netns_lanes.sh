@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/netns.sh"
 
 [ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "device flows are btl_devmem's (btl: $DEVMEM_TEST_BTL)"
-devmem_require_programs pingpong collectives
+devmem_require_programs pingpong collectives soak
 netns_setup
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
     --mca btl_devmem_stats 1)
@@ -169,8 +169,10 @@ DEVMEM_MCA_ARGS=("${saved[@]}")
 lane_kill() { # LABEL EXTRA-MCA-ARGS...
     local label=$1 out=$DEVMEM_TEST_TMP/lane-kill.out port start rc elapsed
     shift
+    # soak: rendezvous sizes from the start (lanes open with a rank's first get), and a job
+    # that outlasts the kill
     netns_mpirun 120 1 1 --mca btl_devmem_devflows 4 --mca btl_devmem_verbose 20 "$@" \
-        "$DEVMEM_MPI_BIN/pingpong" -m 16M -i 100000 >"$out" 2>&1 &
+        "$DEVMEM_MPI_BIN/soak" -m 16M -t 100 >"$out" 2>&1 &
     job=$!
     port=
     for _ in $(seq 1 100); do

@@ -185,6 +185,9 @@ static unsigned char *build_stream(struct frame *frames, int n, size_t cap, size
         case MCA_BTL_DEVMEM_HDR_DEVFLOW:
             h->id = 1 + rnd() % UINT16_MAX;
             break;
+        case MCA_BTL_DEVMEM_HDR_LANES:
+            h->id = rnd() % 2 ? MCA_BTL_DEVMEM_LANES_WANT : MCA_BTL_DEVMEM_LANES_NONE;
+            break;
         }
         p = mca_btl_devmem_hdr_payload(h);
         frames[i].payload = malloc(p > 0 ? p : 1);

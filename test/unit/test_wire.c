@@ -231,6 +231,31 @@ static void test_hdr(void)
           "DEVFLOW naming a lane beyond the limit is refused");
     h.tag = 0;
 
+    h.type = MCA_BTL_DEVMEM_HDR_LANES;
+    h.id = MCA_BTL_DEVMEM_LANES_WANT;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim)
+              && 0 == mca_btl_devmem_hdr_payload(&h),
+          "LANES asking for lanes passes and has no payload");
+    h.id = MCA_BTL_DEVMEM_LANES_NONE;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES saying none will come passes");
+    h.id = 3;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES saying something unknown is refused");
+    h.id = MCA_BTL_DEVMEM_LANES_WANT;
+    h.tag = 1;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES naming a lane is refused");
+    h.tag = 0;
+    h.size = 4;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES with a payload is refused");
+    h.size = 0;
+    h.addr = 4096;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES with an address is refused");
+    h.addr = 0;
+
     /* flags: only GET_REQ (DEVFLOW) and SEND (PUSH_NEXT) may carry one */
     h.size = 0;
     h.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
@@ -270,6 +295,8 @@ static void test_hdr(void)
         h.id = h.addr = 0;
         if (MCA_BTL_DEVMEM_HDR_DEVFLOW == t) { /* the types that must name something */
             h.id = 40000;
+        } else if (MCA_BTL_DEVMEM_HDR_LANES == t) {
+            h.id = MCA_BTL_DEVMEM_LANES_WANT;
         } else if (MCA_BTL_DEVMEM_HDR_PUSH == t) {
             h.size = 1;
             h.id = 1;
@@ -278,7 +305,7 @@ static void test_hdr(void)
         bool known = t >= MCA_BTL_DEVMEM_HDR_SEND && t <= MCA_BTL_DEVMEM_HDR_TYPE_MAX;
         bad_types += known != (MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim));
     }
-    CHECK(0 == bad_types, "exactly the 7 known types pass, the other 249 are refused");
+    CHECK(0 == bad_types, "exactly the 8 known types pass, the other 248 are refused");
 
     /* truncated input: a header is only checked once all 24 bytes are in; a random
      * 24-byte header either passes with a length within the limits or is refused */

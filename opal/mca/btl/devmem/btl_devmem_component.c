@@ -396,7 +396,7 @@ static int create_modules(void)
  * connections. */
 static void ep_connected(mca_btl_devmem_endpoint_t *ep)
 {
-    mca_btl_devmem_devflow_start(ep); /* open the device-flow lanes */
+    (void) ep; /* lanes open when the peer asks for them (btl_devmem_devflow_want.c) */
 }
 
 static void ep_closing(mca_btl_devmem_endpoint_t *ep, bool orderly)
@@ -438,7 +438,11 @@ static void ep_get_req(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devme
 
 static void ep_devflow(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)
 {
-    (void) mca_btl_devmem_devflow_claim(ep, h);
+    if (MCA_BTL_DEVMEM_HDR_LANES == h->type) {
+        mca_btl_devmem_devflow_lanes(ep, h);
+    } else {
+        (void) mca_btl_devmem_devflow_claim(ep, h);
+    }
 }
 
 static bool ep_is_device(const void *addr)
@@ -471,6 +475,8 @@ static const struct mca_btl_devmem_rdma_lanes rdma_lanes = {
     .host_stays = mca_btl_devmem_devflow_host_stays,
     .take = mca_btl_devmem_devflow_get,
     .release = mca_btl_devmem_devflow_stripe_release,
+    .park = mca_btl_devmem_devflow_park,
+    .ask = mca_btl_devmem_devflow_ask,
 };
 
 static mca_btl_base_module_t **init_locked(int *num_btls)

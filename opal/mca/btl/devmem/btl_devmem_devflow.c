@@ -80,6 +80,7 @@ static void devflow_timeout(int fd, short flags, void *arg)
                  mca_btl_devmem_component.handshake_timeout);
         if (mca_btl_devmem_devflow_fall_back(df, false, why)) {
             mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_CLOSED, why);
+            mca_btl_devmem_devflow_settle(df->ep, "a lane it named never came");
         }
     }
     if (MCA_BTL_DEVMEM_DF_TX_CONNECTING == df->tx_state) {
@@ -283,6 +284,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
                              (uint64_t) open_lanes);
     DEVMEM_VERBOSE(10, "device flow %u from %s adopted on %s (RX binding %u)", df->lane,
                    OPAL_NAME_PRINT(ep->peer->name), dev->module->itf.name, dev->rx_id);
+    mca_btl_devmem_devflow_settle(ep, "a lane opened");
     return 0;
 }
 

@@ -32,8 +32,17 @@
 
 BEGIN_C_DECLS
 
-/* The control connection to ep's peer is up: connect to its device-flow port, if it has one. */
+/* ep's peer asked for our lanes: connect to its device-flow port, if it has one. */
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep);
+
+/* Lanes on demand (btl_devmem_devflow_want.c). Under ep's lock, as a get that could take
+ * lanes is placed: the rdma layer's park (btl_devmem_rdma.h). After it, when it said so:
+ * ask the peer for its lanes. */
+int mca_btl_devmem_devflow_park(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get);
+void mca_btl_devmem_devflow_ask(mca_btl_devmem_endpoint_t *ep);
+/* A LANES frame from ep's peer (checked). */
+void mca_btl_devmem_devflow_lanes(mca_btl_devmem_endpoint_t *ep,
+                                  const struct mca_btl_devmem_hdr *h);
 
 /* A connection arrived on module dev's device-flow port from addr:port (host order). */
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,

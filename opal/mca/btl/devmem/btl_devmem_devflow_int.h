@@ -268,6 +268,13 @@ bool mca_btl_devmem_devflow_gather_busy(const struct mca_btl_devmem_gather_pipe 
 /* Free what p holds (its lanes have closed). */
 void mca_btl_devmem_devflow_gather_fini(struct mca_btl_devmem_gather_pipe *p);
 
+/* Lanes on demand (btl_devmem_devflow_want.c), dispatch lock held. Asking side: a lane from
+ * ep's peer opened, or none will (why): the gets waiting for lanes are asked for now.
+ * Answering side: a lane to ep's peer gave up; when none is left coming or open and the
+ * peer asked, tell it none will come. */
+void mca_btl_devmem_devflow_settle(mca_btl_devmem_endpoint_t *ep, const char *why);
+void mca_btl_devmem_devflow_gave_up(mca_btl_devmem_endpoint_t *ep);
+
 END_C_DECLS
 
 #endif /* MCA_BTL_DEVMEM_DEVFLOW_INT_H */

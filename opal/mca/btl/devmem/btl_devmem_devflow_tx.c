@@ -50,6 +50,7 @@ static void give_up(struct mca_btl_devmem_devflow *df, const char *why)
     attempt_close(df);
     if (mca_btl_devmem_devflow_fall_back(df, true, why)) {
         mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_CLOSED, why);
+        mca_btl_devmem_devflow_gave_up(df->ep);
     }
 }
 

@@ -49,6 +49,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
+    OBJ_CONSTRUCT(&ep->gets_parked, opal_list_t);
     mca_btl_devmem_conn_init(ep);
     mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
     ep->rget = NULL;
@@ -56,6 +57,8 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->tx_corked = ep->tx_cork_queued = ep->tx_window = false;
     ep->fail_pending = false;
     ep->next_get_id = 1;
+    ep->lanes_ask = 0; /* not asked */
+    ep->lanes_started = ep->lanes_none_said = false;
     ep->push_out = NULL;
     memset(&ep->push_in, 0, sizeof(ep->push_in));
     ep->reply_got = 0;
@@ -86,6 +89,7 @@ static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
     OBJ_DESTRUCT(&ep->lock);
     OBJ_DESTRUCT(&ep->send_queue);
     OBJ_DESTRUCT(&ep->pending_gets);
+    OBJ_DESTRUCT(&ep->gets_parked);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);
@@ -291,6 +295,7 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     mca_btl_devmem_endpoint_pending_take_all(ep, &doomed);
+    opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->gets_parked);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
 
@@ -614,6 +619,7 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         mca_btl_devmem_endpoint_hooks.get_req(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_DEVFLOW:
+    case MCA_BTL_DEVMEM_HDR_LANES:
         mca_btl_devmem_endpoint_hooks.devflow(ep, h);
         break;
     case MCA_BTL_DEVMEM_HDR_GET_RESP:

@@ -74,6 +74,13 @@ struct mca_btl_base_endpoint_t {
 
     /* device-flow lanes to and from this peer (btl_devmem_devflow.c), NULL until used */
     struct mca_btl_devmem_devflows *devflows;
+    /* lanes on demand (btl_devmem_devflow_want.c), under lock. Asking side: whether we
+     * asked the peer for its lanes (enum mca_btl_devmem_lanes_ask), and the gets waiting
+     * for them; answering side: whether it asked us, and whether we said none come. */
+    uint8_t lanes_ask;
+    bool lanes_started;
+    bool lanes_none_said;
+    opal_list_t gets_parked;
     /* handshake reply accumulation (connector side) */
     struct mca_btl_devmem_hello reply;
     size_t reply_got;
@@ -148,7 +155,7 @@ struct mca_btl_devmem_endpoint_hooks {
 
     /* receiving. Every frame first: 0, or why it must not come here (-1: a protocol error,
      * -2: abort the connection). Then by type: GET_RESP admitted, placed, done; PUSH
-     * placed, done; GET_REQ and DEVFLOW done. Whether the next frames should be read header
+     * placed, done; GET_REQ and the device flows' DEVFLOW and LANES done. Whether the next frames should be read header
      * first (a large answer is due); whether an address is device memory (no PUT there). */
     int (*admit_any)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h,
                      char *why, size_t len);

@@ -47,6 +47,9 @@ typedef struct mca_btl_devmem_frag_t {
     mca_btl_base_rdma_completion_fn_t rdma_cb;
     void *cbcontext;
     void *cbdata;
+    /* GET waiting for lanes (parked): the peer's address and handle, asked for later */
+    uint64_t remote_address;
+    const struct mca_btl_base_registration_handle_t *remote_handle;
 
     /* device memory */
     bool dst_dev;                      /* GET: local_address is device memory */

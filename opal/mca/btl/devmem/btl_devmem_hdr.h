@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define MCA_BTL_DEVMEM_MAGIC 0x4d444d42u /* "BMDM" in memory on little-endian */
-#define MCA_BTL_DEVMEM_PROTO_VERSION 4
+#define MCA_BTL_DEVMEM_PROTO_VERSION 5
 
 /* Largest payload a peer may ever announce as its fragment limit: the peer's own
  * announcement is the bound that counts, this only caps what we agree to. */
@@ -55,7 +55,14 @@ enum mca_btl_devmem_hdr_type {
     MCA_BTL_DEVMEM_HDR_FIN = 5,      /* orderly close: the next EOF is not a failure */
     MCA_BTL_DEVMEM_HDR_DEVFLOW = 6,  /* "my device-flow connection to you comes from port id" */
     MCA_BTL_DEVMEM_HDR_PUSH = 7,     /* payload: the first bytes of registration `id` at addr */
-    MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_PUSH,
+    MCA_BTL_DEVMEM_HDR_LANES = 8,    /* device-flow lanes: id is enum mca_btl_devmem_lanes_say */
+    MCA_BTL_DEVMEM_HDR_TYPE_MAX = MCA_BTL_DEVMEM_HDR_LANES,
+};
+
+/* What a LANES frame says. Lanes open only toward a peer that asks for device traffic. */
+enum mca_btl_devmem_lanes_say {
+    MCA_BTL_DEVMEM_LANES_WANT = 1, /* "open your lanes to me: gets wait for them" */
+    MCA_BTL_DEVMEM_LANES_NONE = 2, /* "none will come: ask on the control connection" */
 };
 
 /* GET_REQ flag: answer with raw bytes on your device-flow connection to me numbered `tag`
@@ -228,6 +235,12 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
         return 0 == hdr->size && hdr->tag < MCA_BTL_DEVMEM_DEVFLOWS_MAX && 0 == hdr->addr
                        && 0 != hdr->id
                        && hdr->id <= UINT16_MAX
+                   ? MCA_BTL_DEVMEM_CHECK_OK
+                   : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
+    case MCA_BTL_DEVMEM_HDR_LANES:
+        return 0 == hdr->size && 0 == hdr->tag && 0 == hdr->addr
+                       && (MCA_BTL_DEVMEM_LANES_WANT == hdr->id
+                           || MCA_BTL_DEVMEM_LANES_NONE == hdr->id)
                    ? MCA_BTL_DEVMEM_CHECK_OK
                    : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
     case MCA_BTL_DEVMEM_HDR_PUSH:

@@ -173,7 +173,7 @@ int mca_btl_devmem_params_register(void)
     c->devflows = MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT;
     reg_int("devflows",
             "Device-flow connections (lanes) this rank opens to each peer it answers gets for, "
-            "1-16. The receiver of a get of at least two chunks (btl_devmem_devflow_chunk) "
+            "1-16, once that peer asks for them with its first get. The receiver of a get of at least two chunks (btl_devmem_devflow_chunk) "
             "cuts it over every lane its peer opened, so that several connections, softirq "
             "cores and RX queues carry it at once; 1: one device flow per peer, gets in order. "
             "Fewer in a job with more peers than the descriptors allow (half of those free "

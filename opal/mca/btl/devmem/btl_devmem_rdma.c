@@ -76,6 +76,8 @@ struct get_ask {
     const mca_btl_base_registration_handle_t *remote; /* the peer's handle (its push) */
     struct mca_btl_devmem_stripe stripe; /* its chunks, if it is cut over several lanes */
     bool placed; /* the get is registered: it will complete, even if the send fails */
+    int parked;  /* it waits for lanes (MCA_BTL_DEVMEM_GET_PARKED...), req unsent */
+    bool replay; /* it waited already: placed now, wherever it can go */
 };
 
 static struct mca_btl_devmem_rdma_lanes lanes;
@@ -91,6 +93,13 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     mca_btl_devmem_frag_t *get = ask->get;
     bool host_stays = lanes.host_stays(ep, get);
 
+    if (!host_stays && !ask->replay && 0 != (ask->parked = lanes.park(ep, get))) {
+        /* the first get for lanes not yet open: it waits for them, asked later */
+        get->remote_address = req->hdr.addr;
+        get->remote_handle = ask->remote;
+        ask->placed = true;
+        return MCA_BTL_DEVMEM_GET_PARKED;
+    }
     get->hdr.id = req->hdr.id = ep->next_get_id++;
     if (!host_stays && lanes.take(ep, get, req, &ask->stripe)) {
         /* req now asks for it on the device flows */
@@ -117,6 +126,9 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     return OPAL_SUCCESS;
 }
 
+static int get_ask(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
+                   mca_btl_devmem_frag_t *req, uint64_t remote_address, struct get_ask *ask);
+
 /*
  * A real get: ask the peer for the bytes; they come back as a GET_RESP fragment that the
  * receive path writes straight into local_address before the callback runs.
@@ -130,7 +142,6 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
 {
     mca_btl_devmem_frag_t *get, *req;
     struct get_ask ask;
-    int rc;
 
     if (size > btl->btl_get_limit || size > UINT32_MAX) {
         return OPAL_ERR_BAD_PARAM;
@@ -138,6 +149,8 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     ask.get = NULL;
     ask.remote = remote_handle;
     ask.placed = false;
+    ask.parked = 0;
+    ask.replay = false;
     get = mca_btl_devmem_frag_alloc_user();
     req = mca_btl_devmem_frag_alloc(lanes.prepare(ep, size, &ask.stripe));
     if (NULL == get || NULL == req) {
@@ -161,16 +174,38 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     } else {
         get->dst_dev = mca_btl_devmem_mem_is_device(local_address, &get->ordinal);
     }
+    return get_ask(ep, get, req, remote_address, &ask);
+}
+
+/* Ask the peer for get with req (taken with lanes.prepare's inline space, in ask->stripe):
+ * what btl_get returns. */
+static int get_ask(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
+                   mca_btl_devmem_frag_t *req, uint64_t remote_address, struct get_ask *ask)
+{
+    int rc;
 
     req->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
     mca_btl_devmem_frag_prepare_write(req);
     req->hdr.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
     req->hdr.addr = remote_address;
-    req->hdr.size = (uint32_t) size; /* what is asked for; the request itself has no payload */
+    req->hdr.size = get->hdr.size; /* what is asked for; the request itself has no payload */
 
-    rc = mca_btl_devmem_endpoint_send_placed(ep, req, get_placed, &ask);
-    lanes.release(&ask.stripe); /* the chunks it did not take */
-    if (OPAL_SUCCESS != rc && !ask.placed) {
+    rc = mca_btl_devmem_endpoint_send_placed(ep, req, get_placed, ask);
+    lanes.release(&ask->stripe); /* the chunks it did not take */
+    if (0 != ask->parked) {
+        mca_btl_devmem_frag_return(req);
+        if (MCA_BTL_DEVMEM_GET_PARKED_ASK == ask->parked) {
+            lanes.ask(ep);
+        }
+        return OPAL_SUCCESS;
+    }
+    if (OPAL_SUCCESS != rc && !ask->placed && ask->replay) {
+        /* it waited for lanes, and now cannot be asked: it ends with the failure */
+        mca_btl_devmem_frag_return(req);
+        mca_btl_devmem_endpoint_complete(ep, get, rc);
+        return rc;
+    }
+    if (OPAL_SUCCESS != rc && !ask->placed) {
         /* never asked: the PML still owns the get */
         mca_btl_devmem_frag_return(get);
         mca_btl_devmem_frag_return(req);
@@ -181,6 +216,24 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
         mca_btl_devmem_frag_return(req);
     }
     return OPAL_SUCCESS;
+}
+
+void mca_btl_devmem_rdma_unpark(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets)
+{
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_remove_first(gets))) {
+        mca_btl_devmem_frag_t *get = (mca_btl_devmem_frag_t *) item, *req;
+        struct get_ask ask = {.get = get, .remote = get->remote_handle, .replay = true};
+
+        req = mca_btl_devmem_frag_alloc(lanes.prepare(ep, get->hdr.size, &ask.stripe));
+        if (NULL == req) {
+            lanes.release(&ask.stripe);
+            mca_btl_devmem_endpoint_complete(ep, get, OPAL_ERR_OUT_OF_RESOURCE);
+            continue;
+        }
+        (void) get_ask(ep, get, req, get->remote_address, &ask);
+    }
 }
 
 /* ---------------------------------------------------------------- get: answering */
