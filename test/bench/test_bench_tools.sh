@@ -6,7 +6,7 @@
 # figures short), and whose summary must show the transports and raw TCP side by side; and
 # mpi_bench -X, which proves that the validation fires; a hog setting starts and stops its
 # busy processes; a lanes setting counts the device path's calls per MiB; and the cost model
-# runs on what call_costs measures.
+# runs on what call_costs measures; bench/fds.sh counts descriptors per rank.
 # Few sizes and tiny iteration counts: this checks function, never speed.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -157,5 +157,21 @@ if "$DEVMEM_BUILD/bench/call_costs" -r 1 >"$DEVMEM_TEST_TMP/costs.txt" 2>&1 &&
 else
     cat "$DEVMEM_TEST_TMP/costs.txt" "$out"
     devmem_step_fail "bench/call_costs or bench/costmodel.sh failed"
+fi
+# the descriptor count per rank: a row for each BTL, the device path's lanes on top of tcp's
+out=$DEVMEM_TEST_TMP/fds.out
+if timeout 120 "$DEVMEM_SRC/bench/fds.sh" --build "$DEVMEM_BUILD" --ranks 2 --sizes 1M \
+    --iters 2 >"$out" 2>&1; then
+    dev=$(awk '$1 == "devmem" && $2 == "1M" && $3 == 2 { print $4 }' "$out")
+    tcp=$(awk '$1 == "tcp" && $2 == "1M" && $3 == 2 { print $4 }' "$out")
+    if [ -n "$dev" ] && [ -n "$tcp" ] && [ "$dev" -gt "$tcp" ] && [ "$tcp" -gt 0 ]; then
+        devmem_step_ok "bench/fds.sh: 2 ranks, 1 MiB blocks: devmem $dev descriptors a rank, tcp $tcp"
+    else
+        cat "$out"
+        devmem_step_fail "bench/fds.sh: no devmem and tcp rows, or devmem's lanes did not show"
+    fi
+else
+    cat "$out"
+    devmem_step_fail "bench/fds.sh failed"
 fi
 devmem_finish
