@@ -631,7 +631,7 @@ int main(int argc, char **argv)
               "a third binding for the good client (%s)", e.msg);
         {
             int one = 1;
-            setsockopt(held, SOL_SOCKET, SO_REUSEADDR, &one_queue, sizeof(one));
+            setsockopt(held, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         }
         usleep(1500 * 1000);
         status(good, text, sizeof(text));

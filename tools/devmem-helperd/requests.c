@@ -471,7 +471,8 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
                             pol->at.line, n_rx);
         goto fail;
     }
-    if (req->nqueues > hd->policy.max_queues && !(req->flags & DEVMEM_HELPER_RX_FEWER)) {
+    if (req->nqueues > hd->policy.max_queues
+        && (!(req->flags & DEVMEM_HELPER_RX_FEWER) || 0 == hd->policy.max_queues)) {
         char where[300];
 
         rc = devmem_err_set(err, EDQUOT, "refused by policy (max-queues %u, %s): %u RX queues "

@@ -297,6 +297,7 @@ static int pick_queues(const struct mca_btl_devmem_if *itf, unsigned int n_rx,
     /* queue 0 stays with RSS: n_rx - 1 queues for the local ranks' groups */
     if (!fixed && local_ranks() * want > n_rx - 1 && n_rx > 1) {
         want = (n_rx - 1) / local_ranks();
+        want = want > 0 ? want : 1; /* the first ranks get one each, the rest none */
     }
     if (0 == want || n_rx < 1 || (unsigned int) (local + 1) * want > n_rx - 1) {
         say(why, len, "%s has %u RX queue(s): not %u left for local rank %d once queue 0 stays "

@@ -283,7 +283,9 @@ int devmem_helper_connect(struct devmem_helper_client **out, const char *path, i
                             "%d-%d", path, answer.body.reply.version, DEVMEM_HELPER_VERSION_MIN,
                             DEVMEM_HELPER_VERSION);
     }
-    c->version = answer.body.reply.version;
+    if (0 == rc) {
+        c->version = answer.body.reply.version;
+    }
     if (0 != rc) {
         devmem_helper_close(c);
         return rc;
@@ -340,6 +342,12 @@ int devmem_helper_bind_rx(struct devmem_helper_client *c, const char *ifname,
     if (0 == rc) {
         rc = devmem_helper_call(c, DEVMEM_HELPER_BIND_RX, &req, sizeof(req), fds, 2, &answer,
                                 err);
+    }
+    if (0 == rc && (0 == answer.body.reply.nqueues || answer.body.reply.nqueues > ask->nqueues
+                    || (!ask->fewer && answer.body.reply.nqueues != ask->nqueues))) {
+        /* its binding goes with this connection; the caller ends it on failure */
+        rc = devmem_err_set(err, EPROTO, "helper granted %u RX queues for %u asked",
+                            answer.body.reply.nqueues, ask->nqueues);
     }
     if (0 == rc) {
         *reply = answer.body.reply;
