@@ -7,8 +7,9 @@
 #     emulated device path (mode auto: a fallback is allowed, a failure is not);
 #   - 16 ranks (8+8) at 128 descriptors, emulated device path, 4 lanes asked: all-to-all,
 #     broadcasts and a ring of 1 MiB blocks, every byte checked, tokens balanced; the lanes a
-#     peer come down to what the budget gives 15 peers, so that every rank reaches every peer
-#     on a lane (no lane given up) and holds at most its budget (devflow_fds_max);
+#     peer come down to what the budget gives 15 peers, so that every peer that asks gets a
+#     lane (no lane given up: lanes open only toward peers with gets) and each rank holds at
+#     most its budget (devflow_fds_max);
 #   - a stranger holding connections open on every listen port of both ranks, once they
 #     are connected, more than their descriptor limit (40, hard and soft) allows: the oldest
 #     waiting ones are dropped (counted in conn_refused), accepting pauses when no

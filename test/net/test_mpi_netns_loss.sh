@@ -29,8 +29,8 @@ run() { # LABEL PATH PROG NA NB PROG-ARGS...
     if devmem_run_checked "$label, $path path: $prog $na+$nb ranks $*" "$prog" $((na + nb)) \
         "$limit" netns_mpirun "$limit" "$na" "$nb" "$DEVMEM_MPI_BIN/$prog" "$@"; then
         if [ "$path" = emulated ]; then
-            # with lost SYNs a short job may end before a rank's lanes are up: its gets then
-            # took the control connection, and nothing had to land in its pool
+            # with lost SYNs a lane may not come: its gets then take the control connection
+            # (after the claim's timeout), and nothing has to land in the pool
             devmem_expect_device_path "$DEVMEM_LAST_OUT" $((na + nb)) "$want_dmabuf"
         elif [ "$DEVMEM_BTL_NAME" = devmem ]; then
             for ((r = 0; r < na + nb; r++)); do

@@ -164,7 +164,7 @@ typedef struct mca_btl_devmem_component_t {
     char *rx_provider;      /* auto | cuda | udmabuf | drm | host */
     size_t rx_pool_size;    /* bytes of RX pool per module */
     int rx_queues;          /* RX queues per pool, -1: as many as devflows where there are */
-    int devflows;           /* device-flow lanes opened to each peer */
+    int devflows;           /* device-flow lanes opened to each peer that asks for them */
     size_t devflow_chunk;   /* bytes per chunk of a get cut over several lanes */
     int gather_depth;       /* gathers (batches of receives) that may run at once */
     int rx_threads;         /* receiving threads serving device-flow lanes, 0: progress */

@@ -307,8 +307,8 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
 }
 
 /*
- * Either side of the handshake succeeded: become connected, write what was queued while
- * connecting, and open the device flow. Called with the lock held; returns with it dropped.
+ * Either side of the handshake succeeded: become connected and write what was queued while
+ * connecting (device flows open later, when the peer asks: btl_devmem_devflow_want.c). Called with the lock held; returns with it dropped.
  * 0, or -errno after the endpoint failed.
  */
 static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)

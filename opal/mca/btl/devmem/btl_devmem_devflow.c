@@ -368,6 +368,7 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
 
 void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
 {
+    mca_btl_devmem_devflow_parked_fail(ep);
     for (unsigned int lane = 0; lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
         struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
 

@@ -274,6 +274,9 @@ void mca_btl_devmem_devflow_gather_fini(struct mca_btl_devmem_gather_pipe *p);
  * peer asked, tell it none will come. */
 void mca_btl_devmem_devflow_settle(mca_btl_devmem_endpoint_t *ep, const char *why);
 void mca_btl_devmem_devflow_gave_up(mca_btl_devmem_endpoint_t *ep);
+/* The connection closes (orderly: a failure took them already): the gets still waiting for
+ * lanes end unreachable. */
+void mca_btl_devmem_devflow_parked_fail(mca_btl_devmem_endpoint_t *ep);
 
 END_C_DECLS
 

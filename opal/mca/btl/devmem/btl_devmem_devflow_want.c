@@ -25,11 +25,13 @@ enum mca_btl_devmem_lanes_ask {
     LANES_SETTLED, /* a lane came, or none will: gets are placed at once */
 };
 
-/* Whether this rank can take a lane from the peer at all: it has a device-flow port. */
+/* Whether this rank can take a lane from the peer now: it has a device-flow port, and a
+ * descriptor to spare (a lane it would refuse would hold its gets until the claim's
+ * timeout). */
 static bool can_receive_lanes(const mca_btl_devmem_endpoint_t *ep)
 {
     return NULL != ep->module->dev && 0 != ep->module->dev->listener.port
-           && mca_btl_devmem_dev_enabled();
+           && mca_btl_devmem_dev_enabled() && mca_btl_devmem_devflow_fd_spare();
 }
 
 int mca_btl_devmem_devflow_park(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
@@ -94,6 +96,22 @@ void mca_btl_devmem_devflow_settle(mca_btl_devmem_endpoint_t *ep, const char *wh
     OBJ_DESTRUCT(&gets);
 }
 
+void mca_btl_devmem_devflow_parked_fail(mca_btl_devmem_endpoint_t *ep)
+{
+    opal_list_t gets;
+    opal_list_item_t *item;
+
+    OBJ_CONSTRUCT(&gets, opal_list_t);
+    OPAL_THREAD_LOCK(&ep->lock);
+    ep->lanes_ask = LANES_SETTLED;
+    opal_list_join(&gets, opal_list_get_end(&gets), &ep->gets_parked);
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    while (NULL != (item = opal_list_remove_first(&gets))) {
+        mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
+    }
+    OBJ_DESTRUCT(&gets);
+}
+
 /* Whether any lane toward ep's peer is still coming or open. */
 static bool lanes_live(const mca_btl_devmem_endpoint_t *ep)
 {
@@ -121,6 +139,10 @@ void mca_btl_devmem_devflow_lanes(mca_btl_devmem_endpoint_t *ep,
                                   const struct mca_btl_devmem_hdr *h)
 {
     if (MCA_BTL_DEVMEM_LANES_NONE == h->id) {
+        if (LANES_NOT_ASKED == ep->lanes_ask) { /* read alone: only settle changes it now */
+            mca_btl_devmem_endpoint_proto_error(ep, "device-flow lanes refused unasked");
+            return;
+        }
         mca_btl_devmem_devflow_settle(ep, "the peer opens none");
         return;
     }
@@ -129,8 +151,9 @@ void mca_btl_devmem_devflow_lanes(mca_btl_devmem_endpoint_t *ep,
         return;
     }
     ep->lanes_started = true;
+    /* a lane that gives up while the later ones are not made yet must not say NONE */
+    ep->lanes_none_said = true;
     mca_btl_devmem_devflow_start(ep);
-    if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state) {
-        mca_btl_devmem_devflow_gave_up(ep); /* none started, or all gave up at once */
-    }
+    ep->lanes_none_said = false;
+    mca_btl_devmem_devflow_gave_up(ep); /* none started, or all gave up at once */
 }

@@ -47,9 +47,11 @@ typedef struct mca_btl_devmem_frag_t {
     mca_btl_base_rdma_completion_fn_t rdma_cb;
     void *cbcontext;
     void *cbdata;
-    /* GET waiting for lanes (parked): the peer's address and handle, asked for later */
+    /* GET waiting for lanes (parked): the peer's address and handle (a copy: the caller's
+     * may go once btl_get returns), asked for later */
     uint64_t remote_address;
-    const struct mca_btl_base_registration_handle_t *remote_handle;
+    uint64_t remote_handle[4]; /* a mca_btl_base_registration_handle_t (btl_devmem_reg.h) */
+    bool has_remote_handle;
 
     /* device memory */
     bool dst_dev;                      /* GET: local_address is device memory */

@@ -54,11 +54,12 @@ mca_btl_devmem_push_arm(struct mca_btl_base_endpoint_t *ep,
     }
     OPAL_THREAD_LOCK(&ep->lock);
     /* a push only saves time where the connection would idle through the get's round trip:
-     * one at a time (btl_devmem_push.h), and not to a peer we share device flows with, whose
-     * gets of host memory may take them (an RX pool in host memory) and leave it unclaimed */
+     * one at a time (btl_devmem_push.h), and not to a peer with a device-flow port, whose
+     * gets of host memory may ask for lanes (an RX pool in host memory) and leave it
+     * unclaimed */
     if (ep->fail_pending || MCA_BTL_DEVMEM_EP_FAILED == ep->state
         || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state || NULL != ep->push_out
-        || NULL != __atomic_load_n(&ep->devflows, __ATOMIC_ACQUIRE)) {
+        || 0 != ep->remote.devflow_port) {
         OPAL_THREAD_UNLOCK(&ep->lock);
         free(po);
         return NULL;

@@ -21,7 +21,7 @@
  * - The PUSH frame points at the user's buffer. Should the registration end before the
  *   frame is written (the receiver did not need it), its unwritten bytes are copied first.
  * - Device memory takes no part: neither a device source nor a device destination. Nor
- *   does a peer we share device flows with: its gets of host memory may take them.
+ *   does a peer with a device-flow port: its gets of host memory may ask for lanes.
  * - Only where the connection would idle through the get's round trip: one push armed or
  *   in flight per connection. A window of rendezvous each pushing put 4 MiB
  *   unasked ahead of the answers, filled a loopback receiver's window to zero and halved

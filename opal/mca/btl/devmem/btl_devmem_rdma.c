@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_progress.h"
@@ -82,6 +83,10 @@ struct get_ask {
 
 static struct mca_btl_devmem_rdma_lanes lanes;
 
+_Static_assert(sizeof(mca_btl_base_registration_handle_t)
+                   <= sizeof(((mca_btl_devmem_frag_t *) 0)->remote_handle),
+               "a parked get keeps a copy of the peer's registration handle");
+
 void mca_btl_devmem_rdma_set_lanes(const struct mca_btl_devmem_rdma_lanes *l)
 {
     lanes = *l;
@@ -96,7 +101,10 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     if (!host_stays && !ask->replay && 0 != (ask->parked = lanes.park(ep, get))) {
         /* the first get for lanes not yet open: it waits for them, asked later */
         get->remote_address = req->hdr.addr;
-        get->remote_handle = ask->remote;
+        get->has_remote_handle = NULL != ask->remote;
+        if (get->has_remote_handle) {
+            memcpy(get->remote_handle, ask->remote, sizeof(*ask->remote));
+        }
         ask->placed = true;
         return MCA_BTL_DEVMEM_GET_PARKED;
     }
@@ -224,7 +232,11 @@ void mca_btl_devmem_rdma_unpark(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets
 
     while (NULL != (item = opal_list_remove_first(gets))) {
         mca_btl_devmem_frag_t *get = (mca_btl_devmem_frag_t *) item, *req;
-        struct get_ask ask = {.get = get, .remote = get->remote_handle, .replay = true};
+        struct get_ask ask = {.get = get, .replay = true,
+                              .remote = get->has_remote_handle
+                                            ? (const mca_btl_base_registration_handle_t *)
+                                                  get->remote_handle
+                                            : NULL};
 
         req = mca_btl_devmem_frag_alloc(lanes.prepare(ep, get->hdr.size, &ask.stripe));
         if (NULL == req) {
