@@ -140,13 +140,16 @@ struct mca_btl_devmem_devflows {
 struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep,
                                                          unsigned int lane);
 
-/* Lane `lane` of ep if it was ever made, else NULL. */
+/* Lane `lane` of ep if it was ever made, else NULL. Lanes are made when the peer asks for
+ * them, while other threads' btl_get may look (devflow_of publishes them atomically). */
 static inline struct mca_btl_devmem_devflow *
 mca_btl_devmem_devflow_lane(const mca_btl_devmem_endpoint_t *ep, unsigned int lane)
 {
     const struct mca_btl_devmem_devflows *set = __atomic_load_n(&ep->devflows, __ATOMIC_ACQUIRE);
 
-    return NULL == set || lane >= MCA_BTL_DEVMEM_DEVFLOWS_MAX ? NULL : set->lane[lane];
+    return NULL == set || lane >= MCA_BTL_DEVMEM_DEVFLOWS_MAX
+               ? NULL
+               : __atomic_load_n(&set->lane[lane], __ATOMIC_ACQUIRE);
 }
 
 /* The one way each side changes state: traced at btl_devmem_verbose 20 (old -> new, why),

@@ -267,8 +267,7 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
         }
         left = (size_t) n;
         while (!opal_list_is_empty(queue)) {
-            mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) opal_list_get_first(
-                queue);
+            frag = (mca_btl_devmem_frag_t *) opal_list_get_first(queue);
             while (frag->iov_idx < frag->iov_cnt && left >= frag->iov[frag->iov_idx].iov_len) {
                 left -= frag->iov[frag->iov_idx].iov_len;
                 frag->iov_idx++;
