@@ -34,9 +34,18 @@ AC_DEFUN([MCA_opal_btl_devmem_CONFIG], [
         dnl the CUDA driver is loaded at run time
         AC_CHECK_LIB([dl], [dlopen], [btl_devmem_LIBS="$btl_devmem_LIBS -ldl"])
     ])
-    dnl only the component structure leaves the DSO, or libopen-pal when linked in (Open
-    dnl MPI's own visibility flag, empty where it found none)
-    btl_devmem_CFLAGS="$OPAL_VISIBILITY_CFLAGS"
+    dnl only the component structure leaves the DSO, or libopen-pal when linked in. Open
+    dnl MPI checks its own visibility flag after configuring its components (empty here:
+    dnl 6.0's in-tree DSO exported 391 symbols), so the compiler is asked here.
+    btl_devmem_CFLAGS=
+    btl_devmem_save_CFLAGS=$CFLAGS
+    CFLAGS="$CFLAGS -fvisibility=hidden -Werror"
+    AC_MSG_CHECKING([whether btl devmem can hide its symbols])
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[__attribute__((visibility("default"))) int btl_devmem_seen;]], [[]])],
+        [btl_devmem_CFLAGS=-fvisibility=hidden
+         AC_MSG_RESULT([yes (-fvisibility=hidden)])],
+        [AC_MSG_RESULT([no])])
+    CFLAGS=$btl_devmem_save_CFLAGS
     AC_SUBST([btl_devmem_CPPFLAGS])
     AC_SUBST([btl_devmem_CFLAGS])
     AC_SUBST([btl_devmem_LIBS])
