@@ -7,6 +7,8 @@ dnl source (--with-ompi-src), and PMIx's, which its mpicc does not name.
 dnl Sets and substitutes:
 dnl   OMPI_CPPFLAGS OMPI_LDFLAGS OMPI_LIBS  flags to build a component against it
 dnl   MPICC                                 the wrapper compiler (tests and benchmarks)
+dnl   OMPI_MPI_LIBS                         the MPI libraries its wrapper links (Open MPI 6:
+dnl                                         -lmpi -lopen_mpi), for programs built without it
 dnl   DEVMEM_OMPI_VERSION                   x.y.z read from its opal_config.h
 dnl   DEVMEM_BTL_API                        BTL_VERSION from its btl.h (310 = 3.1, 330 = 3.3)
 dnl   DEVMEM_OMPI_PKGLIBDIR                 its own component directory (ompi_info --path pkglibdir)
@@ -130,6 +132,10 @@ AC_DEFUN([DEVMEM_FIND_OMPI], [
     AC_SUBST([OMPI_CPPFLAGS])
     AC_SUBST([OMPI_LDFLAGS])
     AC_SUBST([OMPI_LIBS])
+    OMPI_MPI_LIBS=
+    for l in `$MPICC --showme:libs 2>/dev/null`; do OMPI_MPI_LIBS="$OMPI_MPI_LIBS -l$l"; done
+    AS_IF([test -z "$OMPI_MPI_LIBS"], [OMPI_MPI_LIBS=-lmpi])
+    AC_SUBST([OMPI_MPI_LIBS])
     AC_SUBST([DEVMEM_OMPI_VERSION])
     AC_SUBST([DEVMEM_BTL_API])
     AC_SUBST([DEVMEM_OB1_EAGER_MIN])
