@@ -15,16 +15,17 @@ devmem_require_programs pingpong
 
 # the error blocks of a valgrind log that name our code; status 1 when there are none. A
 # block whose uninitialised bytes were created on the stack of Open MPI's own code (its
-# origin, from --track-origins) is Open MPI's, even where our send carries them: ob1 in Open
-# MPI 5 leaves padding of its FIN header unset, and what a callback sends leaves from our
-# flush (tx_cork) with none of ob1's frames on the stack (ompi.supp covers the direct path).
+# origin, from --track-origins: libmpi, or libopen_mpi in Open MPI 6) is Open MPI's, even
+# where our send carries them: ob1 in Open MPI 5 leaves padding of its FIN header unset, and
+# what a callback sends leaves from our flush (tx_cork) with none of ob1's frames on the
+# stack (ompi.supp covers the direct path).
 ours() {
     awk 'function mine(b) {
             return b ~ /(mca_btl_devmem\.so|btl_devmem_[a-z_]+\.c:|[( ](rx|tx|emul|kernel|netlink|nic|dmabuf|cudrv|copy|locality|err)\.c:[0-9])/
          }
          /^==[0-9]+== *$/ {
             origin = blk; sub(/^.*Uninitialised value was created by [a-z ]*allocation\n/, "", origin)
-            theirs = origin != blk && !mine(origin) && origin ~ /\(in [^)]*\/lib(mpi|open-pal|open-rte|pmix)\.so/
+            theirs = origin != blk && !mine(origin) && origin ~ /\(in [^)]*\/lib(mpi|open_mpi|open-pal|open-rte|pmix)\.so/
             if (mine(blk) && !theirs) {
                 n++; printf "%s\n", blk
             }

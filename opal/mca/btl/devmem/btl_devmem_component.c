@@ -58,6 +58,12 @@ mca_btl_devmem_component_t mca_btl_devmem_component = {
     },
 };
 
+#ifdef MCA_BASE_COMPONENT_INIT
+/* Open MPI 6 finds a component linked into libopen-pal through this pointer (its table of
+ * static components names mca_btl_devmem_component_ptr) */
+MCA_BTL_DEVMEM_EXPORT MCA_BASE_COMPONENT_INIT(opal, btl, devmem)
+#endif
+
 /* ---------------------------------------------------------------- open / close */
 
 static int component_open(void)
