@@ -19,7 +19,7 @@ layers='
 3 device memory: dev
 4 connections: conn endpoint endpoint.h proc
 5 get and put: rdma rdma.h push reg
-6 device flows: devflow devflow_int devflow_tx devflow_rx devflow_gather devflow_stripe devflow_want rxthread
+6 device flows: devflow devflow_int devflow_int.h devflow_tx devflow_rx devflow_gather devflow_stripe devflow_want rxthread
 7 module and component: module component params progress liveness stats
 '
 # caller>callee pairs of files that still call up (none now; a pair added here must say why)

@@ -11,9 +11,11 @@
  */
 #include "common.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GUARD 64
 #define GUARD_FILL 0xc3
@@ -82,22 +84,39 @@ static void check_recv(const uint8_t *buf, size_t len, const MPI_Status *st, int
     fill_check(buf + len, GUARD, GUARD_FILL, len, "guard bytes after the message");
 }
 
-int main(int argc, char **argv)
+/* -p SECONDS: a second pass after every rank waited this long in MPI, its connections (and
+ * lanes) idle; -1: one pass */
+static int pause_secs = -1;
+
+static int pingpong_opt(int opt, const char *arg)
 {
-    uint8_t *sbuf, *rbuf;
-    unsigned long long msgs = 0, bytes = 0;
-    double t0;
-
-    test_init(&argc, &argv, "pingpong", (size_t)64 << 20, 2, NULL, NULL, NULL);
-    if (test_size < 2) {
-        test_die("needs at least 2 ranks");
+    if ('p' != opt || NULL == arg || !isdigit((unsigned char)arg[0])) {
+        return -1;
     }
-    build_sizes();
+    pause_secs = atoi(arg);
+    return 0;
+}
 
-    sbuf = xmalloc(test_opt.max_size);
-    rbuf = xmalloc(test_opt.max_size + GUARD);
-    t0 = MPI_Wtime();
+/* Idle, but inside MPI (as a rank waiting for others): the progress engine keeps running. */
+static void idle_in_mpi(int secs)
+{
+    double until = MPI_Wtime() + secs;
+    int flag;
 
+    MPI_Barrier(MPI_COMM_WORLD);
+    test_note("idle for %d s before the next pass", secs);
+    while (MPI_Wtime() < until) {
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        usleep(20000);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Every pair of ranks ping-pongs every size, each byte checked; each pass has patterns of
+ * its own, so that bytes a pass left in a buffer never pass for the next one's. */
+static void one_pass(int pass, uint8_t *sbuf, uint8_t *rbuf, unsigned long long *msgs,
+                     unsigned long long *bytes)
+{
     for (int round = 0; round < test_size; round++) {
         int peer = ((round - test_rank) % test_size + test_size) % test_size;
         int first = test_rank < peer;
@@ -114,7 +133,7 @@ int main(int argc, char **argv)
                           reps);
             }
             for (int it = 0; it < reps; it++) {
-                uint64_t idx = (uint64_t)si * 1000u + (uint64_t)it;
+                uint64_t idx = (uint64_t)pass * 1000000u + (uint64_t)si * 1000u + (uint64_t)it;
                 MPI_Status st;
 
                 memset(rbuf + len, GUARD_FILL, GUARD);
@@ -131,10 +150,36 @@ int main(int argc, char **argv)
                     pat_fill(sbuf, len, test_rank, peer, idx, 0);
                     MPI_Send(sbuf, (int)len, MPI_BYTE, peer, TAG_PONG, MPI_COMM_WORLD);
                 }
-                msgs += 2;
-                bytes += 2 * (unsigned long long)len;
+                *msgs += 2;
+                *bytes += 2 * (unsigned long long)len;
             }
         }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    uint8_t *sbuf, *rbuf;
+    unsigned long long msgs = 0, bytes = 0;
+    double t0;
+
+    test_init(&argc, &argv, "pingpong", (size_t)64 << 20, 2, "p:",
+              "  -p SECS  wait SECS seconds in MPI after the pass, then run it again\n",
+              pingpong_opt);
+    if (test_size < 2) {
+        test_die("needs at least 2 ranks");
+    }
+    build_sizes();
+
+    sbuf = xmalloc(test_opt.max_size);
+    rbuf = xmalloc(test_opt.max_size + GUARD);
+    t0 = MPI_Wtime();
+
+    for (int pass = 0; pass < (pause_secs < 0 ? 1 : 2); pass++) {
+        if (pass > 0) {
+            idle_in_mpi(pause_secs);
+        }
+        one_pass(pass, sbuf, rbuf, &msgs, &bytes);
     }
 
     {

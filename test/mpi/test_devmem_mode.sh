@@ -49,6 +49,8 @@ devmem_expect_failure "mode 'sometimes'" 'btl_devmem_mode is "sometimes", which 
     "$limit" devmem_mpirun "$limit" -np 2 "${base[@]}" --mca btl_devmem_mode sometimes "$pp" -m 1M
 devmem_expect_failure "kernel 'fake'" 'btl_devmem_kernel is "fake", which btl_devmem does not know' \
     "$limit" devmem_mpirun "$limit" -np 2 "${base[@]}" --mca btl_devmem_kernel fake "$pp" -m 1M
+devmem_expect_failure "devflows '4,idle=-1'" 'btl_devmem_devflows is "4,idle=-1", which btl_devmem does not know' \
+    "$limit" devmem_mpirun "$limit" -np 2 "${base[@]}" --mca btl_devmem_devflows 4,idle=-1 "$pp" -m 1M
 
 # rank 0 host-only, rank 1 with the emulated device path (one environment each)
 by_rank=$DEVMEM_SRC/test/lib/by-rank.sh

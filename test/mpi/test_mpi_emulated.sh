@@ -41,6 +41,21 @@ if devmem_mpi_test collectives 4 -- -m 4k; then
     done
 fi
 
+# Lanes unused for a second close (btl_devmem_devflows idle=1) and open again for the next
+# gets, with receiving threads. A budget of 8 descriptors (fds=8) gives each of 3 peers one
+# lane, and never more than 8 open; the 3 s in MPI between the passes retire every peer's
+# lane, so the second pass opens 3 more: 6 adopted at least, tokens balanced.
+saved=("${DEVMEM_MCA_ARGS[@]}")
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_devflows 4,fds=8,idle=1 --mca btl_devmem_rx_threads 1)
+if run 4 1 pingpong -m 1M -p 3; then
+    for ((r = 0; r < 4; r++)); do
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_retires -gt 0
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflows -ge 6
+        devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" devflow_fds_max -le 8
+    done
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
 # Backpressure: a pool of 4 pages holds at most 4 fragments, so nearly every receive stops
 # when the pool is empty and the rest waits in the socket (TCP flow control holds the sender).
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_pool_size 16384)

@@ -53,8 +53,9 @@ DEVMEM_MCA_ARGS+=(--mca btl_devmem_kernel emulated --mca btl_devmem_mode require
 tsan_run "emulated device path, 2 ranks" 2 -t 4 -i 40 -m 4M &&
     devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
 # the lanes served by 2 receiving threads: their turns, the hand-over to the progress
-# thread, lanes taken and given back, the emulated kernel's lock
-DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_threads 2)
+# thread, lanes taken and given back, the emulated kernel's lock; lanes unused for a second
+# retire (idle=1) where the program pauses, while other threads' gets park
+DEVMEM_MCA_ARGS+=(--mca btl_devmem_rx_threads 2 --mca btl_devmem_devflows 4,idle=1)
 if tsan_run "emulated device path, 2 receiving threads, 2 ranks" 2 -t 4 -i 40 -m 4M; then
     devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
     devmem_expect_stat "$DEVMEM_LAST_OUT" 0 rx_threads -eq 2

@@ -239,7 +239,16 @@ static void test_hdr(void)
     h.id = MCA_BTL_DEVMEM_LANES_NONE;
     CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
           "LANES saying none will come passes");
-    h.id = 3;
+    h.id = MCA_BTL_DEVMEM_LANES_RETIRE;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES retiring idle lanes passes");
+    h.id = MCA_BTL_DEVMEM_LANES_RETIRED;
+    CHECK(MCA_BTL_DEVMEM_CHECK_OK == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES saying they are retired passes");
+    h.id = 0;
+    CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
+          "LANES saying nothing is refused");
+    h.id = 5;
     CHECK(MCA_BTL_DEVMEM_CHECK_BAD_FIELD == mca_btl_devmem_hdr_check(&h, &lim),
           "LANES saying something unknown is refused");
     h.id = MCA_BTL_DEVMEM_LANES_WANT;

@@ -76,7 +76,9 @@ struct mca_btl_devmem_proc_t;
 /* Device-flow lanes per peer by default: one TCP flow is one core's softirq, at some 50
  * Gbit/s with devmem RX (no copy to pay for); four keep a 200 Gbit/s NIC's queues busy
  * and cost a host-memory job nothing (lanes open only where the device path is on). */
-#define MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT 4
+#define MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT_SPEC "4"
+/* Seconds a peer's lanes toward us may stay unused before they close */
+#define MCA_BTL_DEVMEM_DEVFLOW_IDLE_DEFAULT 60
 
 /* RX queues one pool may be bound to (the helper's protocol allows as many). */
 #define MCA_BTL_DEVMEM_RX_QUEUES_MAX 64
@@ -164,7 +166,10 @@ typedef struct mca_btl_devmem_component_t {
     char *rx_provider;      /* auto | cuda | udmabuf | drm | host */
     size_t rx_pool_size;    /* bytes of RX pool per module */
     int rx_queues;          /* RX queues per pool, -1: as many as devflows where there are */
+    char *devflows_spec;    /* "LANES[,fds=N][,idle=S]", parsed into the three below */
     int devflows;           /* device-flow lanes opened to each peer that asks for them */
+    unsigned long devflow_fds; /* descriptors all lanes may hold, 0: half of those free */
+    int devflow_idle;       /* seconds unused before a peer's lanes close, 0: never */
     size_t devflow_chunk;   /* bytes per chunk of a get cut over several lanes */
     int gather_depth;       /* gathers (batches of receives) that may run at once */
     int rx_threads;         /* receiving threads serving device-flow lanes, 0: progress */

@@ -105,6 +105,7 @@ static void modules_release(void)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     mca_btl_devmem_liveness_stop();
+    mca_btl_devmem_devflow_idle_stop();
     mca_btl_devmem_rxthreads_stop(); /* the lanes they served have closed */
     mca_btl_devmem_devflow_fini();
     mca_btl_devmem_reg_fini(); /* its TX bindings, before the kernel interface goes */

@@ -29,7 +29,8 @@ static const struct {
     const char *name;
     bool timed;
 } tx_states[] = {
-    /* entered: the flow's making. left: devflow_start connects (CONNECTING); no descriptor
+    /* entered: the flow's making, or the peer retired the lane (its RETIRE closed it, and
+     * it may open again). left: devflow_start connects (CONNECTING); no descriptor
      * to spare (CLOSED, a fallback); the endpoint fails or closes first (CLOSED) */
     [MCA_BTL_DEVMEM_DF_TX_NONE] = {"none", false},
     /* entered: a connect started. Its timer is the attempt's: handshake_timeout, doubled
@@ -44,7 +45,8 @@ static const struct {
      * whose receiver is merely slow. left: the peer closes it with nothing owed (CLOSED,
      * quietly: it gave the lane up, or finalizes); the endpoint fails or closes (CLOSED) */
     [MCA_BTL_DEVMEM_DF_TX_OPEN] = {"open", false},
-    /* entered: from any, on failure, fallback or at finalize; final */
+    /* entered: from any, on failure, fallback, at finalize, or as the peer retires the
+     * lane. left: only that retirement (NONE, in the same step); otherwise final */
     [MCA_BTL_DEVMEM_DF_TX_CLOSED] = {"closed", false},
 };
 
@@ -52,8 +54,9 @@ static const struct {
     const char *name;
     bool timed;
 } rx_states[] = {
-    /* entered: the flow's making. left: the peer's claim (CLAIMED, or OPEN when its
-     * connection is already held); the endpoint fails or closes (CLOSED) */
+    /* entered: the flow's making, or the peer's RETIRED (the lane may open again). left:
+     * the peer's claim (CLAIMED, or OPEN when its connection is already held); the endpoint
+     * fails or closes (CLOSED) */
     [MCA_BTL_DEVMEM_DF_RX_NONE] = {"none", false},
     /* entered: a claim named a connection not yet accepted. left: that connection arrives
      * (OPEN); the timeout: the lane falls back to the control connection (CLOSED) or, with
@@ -63,7 +66,8 @@ static const struct {
      * the peer's liveness covers that. left: the peer's orderly close with nothing owed, a
      * failure, finalize (CLOSED) */
     [MCA_BTL_DEVMEM_DF_RX_OPEN] = {"open", false},
-    /* entered: from any state, on close or failure; final */
+    /* entered: from any state, on close or failure. left: the peer's RETIRED (NONE);
+     * otherwise final */
     [MCA_BTL_DEVMEM_DF_RX_CLOSED] = {"closed", false},
 };
 
@@ -148,7 +152,14 @@ bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool se
 
 unsigned long mca_btl_devmem_devflow_fd_budget(void)
 {
-    return (unsigned long) (mca_btl_devmem_nofile_free_at_init() / 2);
+    unsigned long free_at_init = (unsigned long) mca_btl_devmem_nofile_free_at_init();
+    unsigned long asked = mca_btl_devmem_component.devflow_fds;
+    /* what the user asks for, but never the descriptors control connections need: an
+     * eighth of the free ones, 64 at least, stays theirs */
+    unsigned long keep = free_at_init / 8 > 64 ? free_at_init / 8 : 64;
+    unsigned long most = free_at_init > keep ? free_at_init - keep : 0;
+
+    return 0 == asked ? free_at_init / 2 : asked < most ? asked : most;
 }
 
 /* Lane descriptors and the unclaimed connections held. */
@@ -284,6 +295,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
                              (uint64_t) open_lanes);
     DEVMEM_VERBOSE(10, "device flow %u from %s adopted on %s (RX binding %u)", df->lane,
                    OPAL_NAME_PRINT(ep->peer->name), dev->module->itf.name, dev->rx_id);
+    mca_btl_devmem_devflow_idle_watch();
     mca_btl_devmem_devflow_settle(ep, "a lane opened");
     return 0;
 }

@@ -99,6 +99,9 @@ int mca_btl_devmem_devflow_tx_socket(const mca_btl_devmem_endpoint_t *ep, unsign
 /* Bytes of gets queued on ep's incoming device flows, for diagnostics. */
 size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep);
 
+/* Stop looking for idle lanes to retire (before the endpoints go). */
+void mca_btl_devmem_devflow_idle_stop(void);
+
 /* Drop connections nobody claimed (component close). */
 void mca_btl_devmem_devflow_fini(void);
 

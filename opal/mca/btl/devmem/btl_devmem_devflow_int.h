@@ -18,6 +18,8 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_sock.h"
 
+#include <time.h>
+
 #include "devmem/copy.h"
 #include "devmem/rx.h"
 #include "devmem/tx.h"
@@ -31,8 +33,8 @@ enum mca_btl_devmem_devflow_tx_state {
     MCA_BTL_DEVMEM_DF_TX_CONNECTING, /* an attempt at connecting is under way, or the next
                                       * one waits for the timer */
     MCA_BTL_DEVMEM_DF_TX_OPEN,       /* connected and named: answering gets */
-    MCA_BTL_DEVMEM_DF_TX_CLOSED,     /* closed: after a failure, a fallback or at finalize;
-                                      * final */
+    MCA_BTL_DEVMEM_DF_TX_CLOSED,     /* closed: after a failure, a fallback or at finalize
+                                      * (final), or when the peer retires it (then NONE) */
 };
 
 /* The receiving side's states (rx_states in btl_devmem_devflow.c, devflow_rx_state). */
@@ -40,7 +42,8 @@ enum mca_btl_devmem_devflow_rx_state {
     MCA_BTL_DEVMEM_DF_RX_NONE,    /* the peer has not named a device flow to us */
     MCA_BTL_DEVMEM_DF_RX_CLAIMED, /* named on the control connection, not yet accepted */
     MCA_BTL_DEVMEM_DF_RX_OPEN,    /* adopted: its ledger is open, gets land through it */
-    MCA_BTL_DEVMEM_DF_RX_CLOSED,  /* the peer closed it in order, or it failed; final */
+    MCA_BTL_DEVMEM_DF_RX_CLOSED,  /* the peer closed it in order, or it failed; NONE again
+                                   * only once the peer said the lanes are retired */
 };
 
 /* Where a gather pipe hands what it finished: a get or chunk whose bytes are in place, and
@@ -182,9 +185,9 @@ void mca_btl_devmem_devflow_tx_timeout(struct mca_btl_devmem_devflow *df);
 bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool sending,
                                       const char *why);
 
-/* Device-flow descriptors: whether one more fits the budget (half of what was free at
- * init, both directions and the unclaimed ones together, so that control connections
- * always find one), and the count of those the lanes hold. */
+/* Device-flow descriptors: whether one more fits the budget (btl_devmem_devflows' fds, by
+ * default half of what was free at init; both directions and the unclaimed ones together,
+ * so that control connections always find one), and the count of those the lanes hold. */
 bool mca_btl_devmem_devflow_fd_spare(void);
 void mca_btl_devmem_devflow_fd_count(int delta);
 /* That budget, in descriptors. */
@@ -280,6 +283,19 @@ void mca_btl_devmem_devflow_gave_up(mca_btl_devmem_endpoint_t *ep);
 /* The connection closes (orderly: a failure took them already): the gets still waiting for
  * lanes end unreachable. */
 void mca_btl_devmem_devflow_parked_fail(mca_btl_devmem_endpoint_t *ep);
+/* Asking side: a lane of ep's peer opened; from now on this rank looks, every few seconds,
+ * for peers whose lanes toward it have been unused for btl_devmem_devflows' idle=S, and asks
+ * them to close those lanes (until devflow_idle_stop). */
+void mca_btl_devmem_devflow_idle_watch(void);
+
+/* Seconds on a monotonic clock, coarse: when lanes were last used (ep->lanes_used). */
+static inline uint32_t mca_btl_devmem_devflow_clock(void)
+{
+    struct timespec ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t) ts.tv_sec;
+}
 
 END_C_DECLS
 

@@ -58,6 +58,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->fail_pending = false;
     ep->next_get_id = 1;
     ep->lanes_ask = 0; /* not asked */
+    ep->lanes_used = 0;
     ep->lanes_started = ep->lanes_none_said = false;
     ep->push_out = NULL;
     memset(&ep->push_in, 0, sizeof(ep->push_in));

@@ -75,9 +75,11 @@ struct mca_btl_base_endpoint_t {
     /* device-flow lanes to and from this peer (btl_devmem_devflow.c), NULL until used */
     struct mca_btl_devmem_devflows *devflows;
     /* lanes on demand (btl_devmem_devflow_want.c), under lock. Asking side: whether we
-     * asked the peer for its lanes (enum mca_btl_devmem_lanes_ask), and the gets waiting
-     * for them; answering side: whether it asked us, and whether we said none come. */
+     * asked the peer for its lanes (enum mca_btl_devmem_lanes_ask), the gets waiting for
+     * them, and when a get last took them (seconds, mca_btl_devmem_devflow_clock);
+     * answering side: whether it asked us, and whether we said none come. */
     uint8_t lanes_ask;
+    uint32_t lanes_used;
     bool lanes_started;
     bool lanes_none_said;
     opal_list_t gets_parked;

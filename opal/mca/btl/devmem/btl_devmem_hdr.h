@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define MCA_BTL_DEVMEM_MAGIC 0x4d444d42u /* "BMDM" in memory on little-endian */
-#define MCA_BTL_DEVMEM_PROTO_VERSION 5
+#define MCA_BTL_DEVMEM_PROTO_VERSION 6
 
 /* Largest payload a peer may ever announce as its fragment limit: the peer's own
  * announcement is the bound that counts, this only caps what we agree to. */
@@ -63,6 +63,10 @@ enum mca_btl_devmem_hdr_type {
 enum mca_btl_devmem_lanes_say {
     MCA_BTL_DEVMEM_LANES_WANT = 1, /* "open your lanes to me: gets wait for them" */
     MCA_BTL_DEVMEM_LANES_NONE = 2, /* "none will come: ask on the control connection" */
+    /* "your lanes to me have been unused long, and none of my gets owes a byte: close them"
+     * (gets wait meanwhile) */
+    MCA_BTL_DEVMEM_LANES_RETIRE = 3,
+    MCA_BTL_DEVMEM_LANES_RETIRED = 4, /* "closed: ask again when you need them" */
 };
 
 /* GET_REQ flag: answer with raw bytes on your device-flow connection to me numbered `tag`
@@ -239,8 +243,8 @@ mca_btl_devmem_hdr_check(const struct mca_btl_devmem_hdr *hdr,
                    : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
     case MCA_BTL_DEVMEM_HDR_LANES:
         return 0 == hdr->size && 0 == hdr->tag && 0 == hdr->addr
-                       && (MCA_BTL_DEVMEM_LANES_WANT == hdr->id
-                           || MCA_BTL_DEVMEM_LANES_NONE == hdr->id)
+                       && hdr->id >= MCA_BTL_DEVMEM_LANES_WANT
+                       && hdr->id <= MCA_BTL_DEVMEM_LANES_RETIRED
                    ? MCA_BTL_DEVMEM_CHECK_OK
                    : MCA_BTL_DEVMEM_CHECK_BAD_FIELD;
     case MCA_BTL_DEVMEM_HDR_PUSH:

@@ -170,16 +170,23 @@ int mca_btl_devmem_params_register(void)
             "btl_devmem_devflows, fewer where this rank's share of the NIC's queues (or of "
             "the helper's range) among the job's ranks on the host is smaller",
             OPAL_INFO_LVL_4, &c->rx_queues);
-    c->devflows = MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT;
-    reg_int("devflows",
-            "Device-flow connections (lanes) this rank opens to each peer it answers gets for, "
-            "1-16, once that peer asks for them with its first get. The receiver of a get of at least two chunks (btl_devmem_devflow_chunk) "
-            "cuts it over every lane its peer opened, so that several connections, softirq "
-            "cores and RX queues carry it at once; 1: one device flow per peer, gets in order. "
-            "Fewer in a job with more peers than the descriptors allow (half of those free "
-            "at start, a lane holding one on each side): every peer gets one lane before "
-            "any gets several",
-            OPAL_INFO_LVL_4, &c->devflows);
+    c->devflows_spec = MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT_SPEC;
+    reg_string("devflows",
+               "Device-flow connections (lanes) this rank opens to each peer it answers gets "
+               "for, 1-16, once that peer asks for them with its first get; then, optionally, "
+               "fds=N and idle=S: \"4,fds=2000,idle=60\". The receiver of a get of at least "
+               "two chunks (btl_devmem_devflow_chunk) cuts it over every lane its peer opened, "
+               "so that several connections, softirq cores and RX queues carry it at once; 1: "
+               "one device flow per peer, gets in order. fds=N: descriptors all lanes of the "
+               "rank may hold, both directions (a lane holds one on each side); 0 or absent: "
+               "half of those free at start; never more than those free less an eighth (64 "
+               "at least) kept for control connections. A job with more peers than "
+               "the budget gives 1-16 lanes each gets fewer: every peer one before any gets "
+               "several, and a peer beyond it even so uses its control connection. idle=S: "
+               "a peer's lanes toward this rank close once its gets left them unused for S "
+               "seconds, and open again with the next get (60; 0: never). Lower fds to leave "
+               "descriptors to other libraries of the application",
+               OPAL_INFO_LVL_4, &c->devflows_spec);
     c->devflow_chunk = 512u << 10;
     reg_size("devflow_chunk",
              "Bytes of one chunk of a get cut over several device-flow lanes (at least 4096; "
@@ -284,10 +291,7 @@ static int check_ranges(void)
     const char *name = NULL, *valid = NULL;
     char value[32];
 
-    if (c->devflows < 1 || c->devflows > (int) MCA_BTL_DEVMEM_DEVFLOWS_MAX) {
-        name = "btl_devmem_devflows", valid = "1 to 16";
-        snprintf(value, sizeof(value), "%d", c->devflows);
-    } else if (c->devflow_chunk < 4096) {
+    if (c->devflow_chunk < 4096) {
         name = "btl_devmem_devflow_chunk", valid = "4096 or more";
         snprintf(value, sizeof(value), "%zu", c->devflow_chunk);
     } else if (0 == c->rx_queues || c->rx_queues < -1
@@ -308,6 +312,48 @@ static int check_ranges(void)
         opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, name, value, valid);
         return OPAL_ERR_BAD_PARAM;
     }
+    return OPAL_SUCCESS;
+}
+
+/* btl_devmem_devflows, "LANES[,fds=N][,idle=S]", into devflows, devflow_fds and
+ * devflow_idle; OPAL_ERR_BAD_PARAM with the user told. */
+static int parse_devflows(mca_btl_devmem_component_t *c)
+{
+    const char *s = NULL != c->devflows_spec && '\0' != c->devflows_spec[0]
+                        ? c->devflows_spec : MCA_BTL_DEVMEM_DEVFLOWS_DEFAULT_SPEC;
+    unsigned long lanes, fds = 0, idle = MCA_BTL_DEVMEM_DEVFLOW_IDLE_DEFAULT;
+    char *end = (char *) s;
+
+    errno = 0;
+    lanes = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
+    if (0 == errno && lanes >= 1 && lanes <= MCA_BTL_DEVMEM_DEVFLOWS_MAX) {
+        while (',' == *end) {
+            unsigned long *into = 0 == strncmp(end + 1, "fds=", 4)    ? &fds
+                                  : 0 == strncmp(end + 1, "idle=", 5) ? &idle
+                                                                      : NULL;
+            const char *num = NULL == into ? NULL : strchr(end + 1, '=') + 1;
+
+            if (NULL == num || num[0] < '0' || num[0] > '9') {
+                break;
+            }
+            *into = strtoul(num, &end, 10);
+            if (0 != errno || *into > (into == &fds ? 1ul << 30 : 86400ul)) {
+                break;
+            }
+        }
+    }
+    if (0 != errno || lanes < 1 || lanes > MCA_BTL_DEVMEM_DEVFLOWS_MAX || '\0' != *end
+        || fds > 1ul << 30 || idle > 86400) {
+        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true,
+                       "btl_devmem_devflows", s,
+                       "LANES (1 to 16), then optionally \",fds=N\" (descriptors, 0 to "
+                       "1073741824) and \",idle=S\" (seconds, 0 to 86400), e.g. "
+                       "\"4,fds=2000,idle=60\"");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    c->devflows = (int) lanes;
+    c->devflow_fds = fds;
+    c->devflow_idle = (int) idle;
     return OPAL_SUCCESS;
 }
 
@@ -465,6 +511,9 @@ int mca_btl_devmem_params_check(void)
 {
     int rc = check_ranges();
 
+    if (OPAL_SUCCESS == rc) {
+        rc = parse_devflows(&mca_btl_devmem_component);
+    }
     if (OPAL_SUCCESS == rc) {
         rc = parse_idle(&mca_btl_devmem_component);
     }

@@ -54,6 +54,7 @@
     X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \
     X(devflow_fallbacks, COUNTER, "device-flow lanes given up for the control connection (either side)") \
     X(devflow_lanes, HIGHWATER, "most device-flow lanes open from one peer (receiving side)") \
+    X(devflow_retires, COUNTER, "times this rank had a peer close its lanes toward it, unused for btl_devmem_devflows' idle=S") \
     X(devflow_fds_max, HIGHWATER, "most device-flow descriptors open at once (both directions and those not yet claimed)") \
     X(devflow_chunks, COUNTER, "gets and chunks of gets asked on device-flow lanes")        \
     X(chunks_inflight_max, HIGHWATER, "most gets and chunks outstanding on one peer's lanes") \
