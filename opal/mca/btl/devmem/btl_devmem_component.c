@@ -321,18 +321,18 @@ static int create_modules(void)
     } else if (0 == strcmp(c->family, "ipv6") || 0 == strcmp(c->family, "6")) {
         family = MCA_BTL_DEVMEM_FAMILY_IPV6;
     } else {
-        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, "btl_devmem_family",
-                       c->family, "auto, ipv4 or ipv6");
+        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_family",
+                                  c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),
                                  unmatched, sizeof(unmatched));
     if (n < 0) {
-        opal_show_help("help-mpi-btl-devmem.txt", "invalid if list", true, why);
+        mca_btl_devmem_help_local("invalid if list", why);
         return OPAL_ERR_BAD_PARAM;
     }
     if ('\0' != unmatched[0]) {
-        opal_show_help("help-mpi-btl-devmem.txt", "if_include unmatched", true, unmatched);
+        mca_btl_devmem_help_local("if_include unmatched", unmatched);
     }
     n = mca_btl_devmem_if_pick_family(ifs, n, family);
     /* decided once: the send and registration paths only test the flag */

@@ -672,21 +672,6 @@ static int dev_setup(mca_btl_devmem_module_t *m)
     return 0;
 }
 
-/* Render a help topic here and print it on this process's stderr. Open MPI 4.1's
- * forwarding of show_help to mpirun loses long messages sent during MPI_Init ("Data unpack
- * would read past end of buffer"), and these are the ones a user must see. */
-static void show_help_local(const char *topic, ...)
-{
-    char *text;
-    va_list ap;
-
-    va_start(ap, topic);
-    text = opal_show_help_vstring("help-mpi-btl-devmem.txt", topic, true, ap);
-    va_end(ap);
-    opal_output(0, "%s", NULL != text ? text : topic);
-    free(text);
-}
-
 int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -703,11 +688,13 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     memset(&dev_state, 0, sizeof(dev_state));
     dev_state.on_accept = on_accept;
     if (0 != parse_mode(c->mode, &dev_state.mode)) {
-        show_help_local("bad devmem param", "btl_devmem_mode", c->mode, "auto, require or off");
+        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_mode", c->mode,
+                                  "auto, require or off");
         return OPAL_ERR_BAD_PARAM;
     }
     if (0 != devmem_kernel_kind_parse(c->kernel, &kind, &e)) {
-        show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel, "real or emulated");
+        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
+                                  "real or emulated");
         return OPAL_ERR_BAD_PARAM;
     }
     for (int i = 0; i < c->num_modules; i++) {
@@ -816,7 +803,7 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     free(refused);
     /* require: every interface that was a candidate; farther ones were not */
     if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on + far < c->num_modules) {
-        show_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
+        mca_btl_devmem_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
         mca_btl_devmem_dev_fini();
         return OPAL_ERR_NOT_AVAILABLE;
     }

@@ -309,7 +309,7 @@ static int check_ranges(void)
         snprintf(value, sizeof(value), "%d", c->push);
     }
     if (NULL != name) {
-        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, name, value, valid);
+        mca_btl_devmem_help_local("bad devmem param", name, value, valid);
         return OPAL_ERR_BAD_PARAM;
     }
     return OPAL_SUCCESS;
@@ -344,11 +344,10 @@ static int parse_devflows(mca_btl_devmem_component_t *c)
     }
     if (0 != errno || lanes < 1 || lanes > MCA_BTL_DEVMEM_DEVFLOWS_MAX || '\0' != *end
         || fds > 1ul << 30 || idle > 86400) {
-        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true,
-                       "btl_devmem_devflows", s,
-                       "LANES (1 to 16), then optionally \",fds=N\" (descriptors, 0 to "
-                       "1073741824) and \",idle=S\" (seconds, 0 to 86400), e.g. "
-                       "\"4,fds=2000,idle=60\"");
+        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_devflows", s,
+                                  "LANES (1 to 16), then optionally \",fds=N\" (descriptors, 0 to "
+                                  "1073741824) and \",idle=S\" (seconds, 0 to 86400), e.g. "
+                                  "\"4,fds=2000,idle=60\"");
         return OPAL_ERR_BAD_PARAM;
     }
     c->devflows = (int) lanes;
@@ -376,9 +375,9 @@ static int parse_ports(mca_btl_devmem_component_t *c)
         }
     }
     if (NULL == end || '\0' != *end || lo < 1 || hi > 65535 || lo > hi) {
-        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, "btl_devmem_ports",
-                       c->ports, "LOW-HIGH, 1 <= LOW <= HIGH <= 65535 (e.g. 41000-41999), or "
-                       "empty");
+        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_ports", c->ports,
+                                  "LOW-HIGH, 1 <= LOW <= HIGH <= 65535 (e.g. 41000-41999), "
+                                  "or empty");
         return OPAL_ERR_BAD_PARAM;
     }
     c->port_lo = (uint16_t) lo;
@@ -478,12 +477,12 @@ static int parse_testing(mca_btl_devmem_component_t *c)
             *eq = '\0';
         }
         if (NULL == eq || !testing_set(c, item, eq + 1)) {
-            opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true,
-                           "btl_devmem_testing", c->testing,
-                           "comma-separated key=value: fault=NAME, fault_rank, fault_after, "
-                           "linear_pct (0-100), seed, tx_host (0 or 1), gather_lag (0-1000), "
-                           "poll_max (0-4096), topology=FILE, write_chunk, push_min, "
-                           "gather_way=kernel|kernel-mapped|batch|memcpy");
+            mca_btl_devmem_help_local("bad devmem param", "btl_devmem_testing", c->testing,
+                                      "comma-separated key=value: fault=NAME, fault_rank, "
+                                      "fault_after, linear_pct (0-100), seed, tx_host (0 or "
+                                      "1), gather_lag (0-1000), poll_max (0-4096), "
+                                      "topology=FILE, write_chunk, push_min, "
+                                      "gather_way=kernel|kernel-mapped|batch|memcpy");
             return OPAL_ERR_BAD_PARAM;
         }
     }
@@ -500,8 +499,8 @@ static int parse_idle(mca_btl_devmem_component_t *c)
     } else if (0 == strcmp(c->idle, "spin")) {
         c->idle_mode = MCA_BTL_DEVMEM_IDLE_SPIN;
     } else {
-        opal_show_help("help-mpi-btl-devmem.txt", "bad devmem param", true, "btl_devmem_idle",
-                       c->idle, "adaptive, yield or spin");
+        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_idle", c->idle,
+                                  "adaptive, yield or spin");
         return OPAL_ERR_BAD_PARAM;
     }
     return OPAL_SUCCESS;
