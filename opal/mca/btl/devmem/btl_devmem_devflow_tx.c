@@ -348,8 +348,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
             opal_list_prepend(&df->tx_queue, item);
         }
         if (rc < 0) {
-            snprintf(why, sizeof(why), "the device flow failed while sending: %s",
-                     strerror(-rc));
+            snprintf(why, sizeof(why), "sending failed: %s", strerror(-rc));
             rc = -1;
         }
     }
@@ -360,7 +359,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
         /* writable while blocked; readable while the real kernel still owes completions */
         rc = mca_btl_devmem_watch_set(&df->tx_watch, tx_want(df, blocked));
         if (rc < 0) {
-            snprintf(why, sizeof(why), "cannot watch the device flow: %s", strerror(-rc));
+            snprintf(why, sizeof(why), "cannot watch it: %s", strerror(-rc));
             rc = -1;
         }
     }
@@ -371,7 +370,11 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
     OBJ_DESTRUCT(&done);
     OBJ_DESTRUCT(&host);
     if (rc < 0) {
-        mca_btl_devmem_endpoint_fail(ep, why, 0);
+        /* the lane named, as the receiving side names it: either side may be first to say */
+        char said[sizeof(why) + 32];
+
+        snprintf(said, sizeof(said), "device flow %u: %s", df->lane, why);
+        mca_btl_devmem_endpoint_fail(ep, said, 0);
     }
 }
 
@@ -403,8 +406,11 @@ static void tx_watch_cb(int sd, short flags, void *arg)
     if (opal_list_is_empty(&df->tx_queue) && opal_list_is_empty(&df->tx_wait)) {
         mca_btl_devmem_devflow_tx_close(df, false, "the peer closed it");
     } else {
-        mca_btl_devmem_endpoint_fail(ep, "the peer closed its device flow with answers not yet "
-                                     "sent or completed", n < 0 ? errno : 0);
+        char why[96];
+
+        snprintf(why, sizeof(why), "device flow %u: the peer closed it with answers not yet "
+                 "sent or completed", df->lane);
+        mca_btl_devmem_endpoint_fail(ep, why, n < 0 ? errno : 0);
     }
 }
 
