@@ -2,14 +2,16 @@
 /*
  * Device flows: the connections themselves, until and after the endpoint owns them. An
  * accepted connection waits, unread, until a control connection claims it by port for one
- * of its lanes (its address is the one that control connection comes from), or the
- * handshake timeout drops it; then it is adopted for receiving on that lane. See btl_devmem_devflow.h; the two directions live in
- * btl_devmem_devflow_tx.c and _rx.c.
+ * of its lanes (its address is the one that control connection comes from), its peer closes
+ * it, or the handshake timeout drops it; then it is adopted for receiving on that lane. See
+ * btl_devmem_devflow.h; the two directions live in btl_devmem_devflow_tx.c and _rx.c.
  */
 #include "opal_config.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "btl_devmem_devflow_int.h"
@@ -300,6 +302,26 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
     return 0;
 }
 
+/* An unclaimed connection became readable. Closed (a lane the peer retired while it
+ * connected, or a stranger's connect and close): its descriptor goes back now, counted as a
+ * race. Bytes sent unasked: left unread and unwatched until a claim or the timeout. Peeked,
+ * never read: on the device path a payload byte is in device memory. */
+static void unclaimed_read(mca_btl_devmem_held_t *h)
+{
+    char byte;
+    ssize_t n = recv(h->sd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
+        return;
+    }
+    if (0 == n) {
+        mca_btl_devmem_held_drop(h, MCA_BTL_DEVMEM_HELD_RACE,
+                                 "closed by its peer before a control connection named it");
+        return;
+    }
+    (void) mca_btl_devmem_watch_set(&h->watch, 0);
+}
+
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
                                      const struct mca_btl_devmem_ip *addr, uint16_t port)
 {
@@ -329,12 +351,13 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
         close(sd);
         return;
     }
-    /* held unread: its bytes are the peer's payload, which may land in device memory */
+    /* held unread (peeked at for its closing only): its bytes are the peer's payload, which may
+     * land in device memory */
     (void) mca_btl_devmem_held_new(&unclaimed, sd, addr, port, dev, &dev->listener,
                                    dev->module->itf.name, "device-flow connection",
                                    "no control connection named it before the handshake "
                                    "timeout",
-                                   NULL);
+                                   unclaimed_read);
     mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_fds_max, fds_held());
 }
 
