@@ -268,6 +268,8 @@ static void close_comm(struct comm *c)
  * given back at the end. PMIx counts its initialisations and disconnects only at the last
  * PMIx_Finalize. Found at run time in the PMIx library Open MPI loaded, so the test needs
  * no PMIx headers: its PMIx_Init fills a process name of a 256-byte namespace and a rank. */
+#define PMIX_ERR_INIT_VALUE (-31) /* pmix_common.h's PMIX_ERR_INIT, stable since PMIx 2 */
+
 static void pmix_hold(int take)
 {
     static struct {
@@ -290,6 +292,12 @@ static void pmix_hold(int take)
             RTLD_DEFAULT, "PMIx_Finalize");
 
         rc = fini == NULL ? -1 : fini(NULL, 0);
+        /* PMIX_ERR_INIT: PMIx is down already. Open MPI 6.0 gives back one PMIx reference
+         * more than it takes in a restarted life (seen with an interposed PMIx_Init and
+         * PMIx_Finalize: our reference held across the restart, then went at the end). */
+        if (rc == PMIX_ERR_INIT_VALUE) {
+            rc = 0;
+        }
     }
     if (rc != 0) {
         fprintf(stderr, "%s: rank %d: PMIx_%s failed (%d)\n", test_name, test_rank,
