@@ -417,9 +417,93 @@ static void queue_locked(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *f
     }
 }
 
+/*
+ * Write frag, then the push it announces, on a connected endpoint whose queue is empty and
+ * not corked: queued first, so that what the socket does not take leaves from the send
+ * event. Called with ep->lock held; returns with it dropped:
+ *   1                       frag written whole and completed (the PML's own flags decide
+ *                           about a callback);
+ *   OPAL_SUCCESS            some of it is still queued: it completes from the send event,
+ *                           with a callback;
+ *   OPAL_ERR_RESOURCE_BUSY  (only when `or_nothing`, and with no push) the socket took none
+ *                           of it: frag is the caller's again, as it was;
+ *   OPAL_ERR_UNREACH        the write failed: frag is the caller's again, ep is failed.
+ */
+static int write_now_unlock(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag,
+                            mca_btl_devmem_frag_t *push, bool or_nothing)
+{
+    /* should it stay queued, its completion needs a callback: flag it before it is visible */
+    uint32_t pml_flags = frag->base.des_flags;
+    opal_list_t done;
+    int rc;
+
+    mca_btl_devmem_progress_activity(); /* what we send may need the kernel's time */
+    frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    opal_list_append(&ep->send_queue, &frag->base.super.super);
+    rc = send_progress_locked(ep, &done);
+    if (0 == rc && or_nothing && NULL == push && opal_list_is_empty(&done)
+        && mca_btl_devmem_frag_unwritten(frag)) {
+        opal_list_remove_item(&ep->send_queue, &frag->base.super.super);
+        frag->base.des_flags = pml_flags;
+        rc = send_event_set(ep, false);
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        OBJ_DESTRUCT(&done);
+        if (rc < 0) {
+            ep_fail(ep, "send failed", -rc, false);
+            return OPAL_ERR_UNREACH;
+        }
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    if (NULL != push) {
+        /* a call of its own: the header reaches the peer, whose get request then crosses
+         * the pushed bytes, instead of waiting for their copy */
+        opal_list_append(&ep->send_queue, &push->base.super.super);
+        if (0 == rc && !opal_list_is_empty(&done)) {
+            rc = send_progress_locked(ep, &done);
+        }
+    }
+    if (rc < 0) {
+        /* the PML still owns the descriptor: take it back out and say so */
+        if (opal_list_is_empty(&done)) {
+            opal_list_remove_item(&ep->send_queue, &frag->base.super.super);
+        } else {
+            opal_list_remove_first(&done);
+        }
+        frag->base.des_flags = pml_flags;
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        complete_list(ep, &done, OPAL_SUCCESS); /* its push, if written */
+        OBJ_DESTRUCT(&done);
+        ep_fail(ep, "send failed", -rc, false);
+        return OPAL_ERR_UNREACH;
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    if (opal_list_is_empty(&done)) {
+        /* not all of it went out: the rest completes from the send event, with a callback */
+        OBJ_DESTRUCT(&done);
+        return OPAL_SUCCESS;
+    }
+    /* written whole: the PML's own flags decide about a callback */
+    opal_list_remove_first(&done);
+    complete_list(ep, &done, OPAL_SUCCESS); /* its push, if written too */
+    OBJ_DESTRUCT(&done);
+    frag->base.des_flags = pml_flags;
+    complete_frag(ep, frag, OPAL_SUCCESS);
+    return 1;
+}
+
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
 {
     return mca_btl_devmem_endpoint_send_placed(ep, frag, NULL, NULL);
+}
+
+/* The frame to follow frag on the wire (the push of an RGET header), or NULL. */
+static mca_btl_devmem_frag_t *placing_locked(mca_btl_devmem_endpoint_t *ep,
+                                             mca_btl_devmem_frag_t *frag)
+{
+    return MCA_BTL_DEVMEM_FRAG_SEND == frag->kind
+               ? mca_btl_devmem_endpoint_hooks.placing_send(ep, frag)
+               : NULL;
 }
 
 int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
@@ -427,7 +511,6 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
                                         mca_btl_devmem_placed_fn placed, void *arg)
 {
     mca_btl_devmem_frag_t *push;
-    opal_list_t done;
     int rc = OPAL_SUCCESS;
 
     frag->endpoint = ep;
@@ -443,58 +526,16 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
         return rc;
     }
     /* an RGET header brings the first bytes of its data right behind it */
-    push = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind
-               ? mca_btl_devmem_endpoint_hooks.placing_send(ep, frag)
-               : NULL;
+    push = placing_locked(ep, frag);
     switch (ep->state) {
     case MCA_BTL_DEVMEM_EP_CONNECTED:
-        mca_btl_devmem_progress_activity(); /* what we send may need the kernel's time */
         if (opal_list_is_empty(&ep->send_queue) && !ep->tx_corked) {
-            /* try to write it inline: the common case, and the fastest. Should it stay
-             * queued, its completion needs a callback: flag it before it is visible. */
-            uint32_t pml_flags = frag->base.des_flags;
-            frag->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-            OBJ_CONSTRUCT(&done, opal_list_t);
-            opal_list_append(&ep->send_queue, &frag->base.super.super);
-            rc = send_progress_locked(ep, &done);
-            if (NULL != push) {
-                /* a call of its own: the header reaches the peer, whose get request then
-                 * crosses the pushed bytes, instead of waiting for their copy */
-                opal_list_append(&ep->send_queue, &push->base.super.super);
-                if (0 == rc && !opal_list_is_empty(&done)) {
-                    rc = send_progress_locked(ep, &done);
-                }
-            }
-            if (rc < 0) {
-                /* the PML still owns the descriptor: take it back out and say so */
-                if (opal_list_is_empty(&done)) {
-                    opal_list_remove_item(&ep->send_queue, &frag->base.super.super);
-                } else {
-                    opal_list_remove_first(&done);
-                }
-                frag->base.des_flags = pml_flags;
-                OPAL_THREAD_UNLOCK(&ep->lock);
-                complete_list(ep, &done, OPAL_SUCCESS); /* its push, if written */
-                OBJ_DESTRUCT(&done);
-                ep_fail(ep, "send failed", -rc, false);
-                return OPAL_ERR_UNREACH;
-            }
-            OPAL_THREAD_UNLOCK(&ep->lock);
-            if (!opal_list_is_empty(&done)) {
-                /* written inline: the PML's own flags decide about a callback, and 1 tells
-                 * it the descriptor is done (PML descriptors only) */
-                bool pml_desc = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind;
-                opal_list_remove_first(&done);
-                complete_list(ep, &done, OPAL_SUCCESS); /* its push, if written too */
-                OBJ_DESTRUCT(&done);
-                frag->base.des_flags = pml_flags;
-                complete_frag(ep, frag, OPAL_SUCCESS);
-                return pml_desc ? 1 : OPAL_SUCCESS;
-            }
-            /* not all of it went out: the rest completes from the send event, with a callback */
-            OBJ_DESTRUCT(&done);
-            return OPAL_SUCCESS;
+            /* inline: the common case, and the fastest; 1 tells the PML its descriptor is
+             * done (PML descriptors only) */
+            rc = write_now_unlock(ep, frag, push, false);
+            return 1 == rc && MCA_BTL_DEVMEM_FRAG_SEND != frag->kind ? OPAL_SUCCESS : rc;
         }
+        mca_btl_devmem_progress_activity();
         ep->tx_cork_queued |= ep->tx_corked;
         queue_locked(ep, frag, push);
         break;
@@ -512,6 +553,23 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
         return OPAL_SUCCESS; /* the frag was completed with an error by ep_fail */
     }
     return OPAL_SUCCESS;
+}
+
+int mca_btl_devmem_endpoint_send_now(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag)
+{
+    frag->endpoint = ep;
+    OPAL_THREAD_LOCK(&ep->lock);
+    if (ep->fail_pending || MCA_BTL_DEVMEM_EP_FAILED == ep->state
+        || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return OPAL_ERR_UNREACH;
+    }
+    if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state || !opal_list_is_empty(&ep->send_queue)
+        || ep->tx_corked) {
+        OPAL_THREAD_UNLOCK(&ep->lock);
+        return OPAL_ERR_RESOURCE_BUSY;
+    }
+    return write_now_unlock(ep, frag, placing_locked(ep, frag), true);
 }
 
 /* ---------------------------------------------------------------- receiving */

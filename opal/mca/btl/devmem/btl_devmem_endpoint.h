@@ -103,6 +103,18 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
  */
 int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
 
+/* An inline send's way out (btl_sendi): frag leaves now or is not taken, so that what the
+ * PML calls done needs nobody's progress to leave. Returns
+ *   1                       written whole and completed;
+ *   OPAL_ERR_RESOURCE_BUSY  not taken, frag is still the caller's: the endpoint is not
+ *                           connected (no connect is started), frames wait before it, its
+ *                           read is being dispatched, or its socket has no room;
+ *   OPAL_SUCCESS            the socket took a part of it: the rest is queued and completes
+ *                           from the send event, calling frag back: the caller must see to
+ *                           that before it calls the send done;
+ *   OPAL_ERR_UNREACH        failed or shut down, or the write failed: frag is the caller's. */
+int mca_btl_devmem_endpoint_send_now(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag);
+
 /* The same, running placed(ep, frag, arg) under the endpoint's lock at the moment the
  * fragment's place on the wire is decided (not when the endpoint is failed or shut down:
  * OPAL_ERR_UNREACH then, placed not run). A result other than OPAL_SUCCESS from placed

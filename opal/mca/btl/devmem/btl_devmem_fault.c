@@ -14,7 +14,14 @@
 
 #include "btl_devmem_fault.h"
 
-enum fault_kind { FAULT_NONE, FAULT_BAD_TYPE, FAULT_TOO_LONG, FAULT_TRUNCATED, FAULT_PUSH_CUT };
+enum fault_kind {
+    FAULT_NONE,
+    FAULT_BAD_TYPE,
+    FAULT_TOO_LONG,
+    FAULT_TRUNCATED,
+    FAULT_PUSH_CUT,
+    FAULT_SHORT_WRITE
+};
 
 static struct {
     enum fault_kind kind;
@@ -27,7 +34,8 @@ int mca_btl_devmem_fault_init(void)
         const char *name;
         enum fault_kind kind;
     } kinds[] = {{"bad-type", FAULT_BAD_TYPE}, {"too-long", FAULT_TOO_LONG},
-                 {"truncated", FAULT_TRUNCATED}, {"push-cut", FAULT_PUSH_CUT}};
+                 {"truncated", FAULT_TRUNCATED}, {"push-cut", FAULT_PUSH_CUT},
+                 {"short-write", FAULT_SHORT_WRITE}};
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     fault.kind = FAULT_NONE;
@@ -49,7 +57,7 @@ int mca_btl_devmem_fault_init(void)
         }
     }
     opal_output(0, "btl:devmem: btl_devmem_testing fault=%s is none of bad-type, too-long, "
-                "truncated, push-cut", c->fault);
+                "truncated, push-cut, short-write", c->fault);
     return OPAL_ERR_BAD_PARAM;
 }
 
@@ -65,6 +73,20 @@ int mca_btl_devmem_fault_frame(int sd, opal_list_t *queue)
         || (FAULT_PUSH_CUT == fault.kind && !(frag->hdr.flags & MCA_BTL_DEVMEM_FLAG_PUSH_NEXT))
         || fault.countdown-- > 0) {
         return 0;
+    }
+    if (FAULT_SHORT_WRITE == fault.kind) {
+        /* no harm to the peer, and from then on at every SEND frame: half its header now,
+         * then the writer is told the socket is full, as a full socket leaves a frame. The
+         * rest goes at the next writable event. */
+        ssize_t n = send(sd, frag->iov[0].iov_base, frag->iov[0].iov_len / 2,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (n < 0) {
+            return EAGAIN == errno || EWOULDBLOCK == errno ? 1 : -errno;
+        }
+        frag->iov[0].iov_base = (char *) frag->iov[0].iov_base + n;
+        frag->iov[0].iov_len -= (size_t) n;
+        return 1;
     }
     mca_btl_devmem_fault_armed = false;
     switch (fault.kind) {
@@ -95,6 +117,7 @@ int mca_btl_devmem_fault_frame(int sd, opal_list_t *queue)
         sleep(3);
         return -EPIPE;
     case FAULT_NONE:
+    case FAULT_SHORT_WRITE:
         break;
     }
     opal_output(0, "btl:devmem: fault injection: sent a spoiled header (type %u, size %u)",

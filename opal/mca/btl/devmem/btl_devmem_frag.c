@@ -198,12 +198,6 @@ static size_t frag_bytes_left(const mca_btl_devmem_frag_t *frag)
     return left;
 }
 
-/* Whether frag is untouched: none of it written yet. */
-static bool frag_unwritten(const mca_btl_devmem_frag_t *frag)
-{
-    return 0 == frag->iov_idx && frag->iov[0].iov_base == (const void *) &frag->hdr;
-}
-
 int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
                                     const struct mca_btl_devmem_write_shape *shape,
                                     opal_list_t *done, bool *blocked)
@@ -217,7 +211,7 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
         size_t head = frag_bytes_left(first);
 
         if (head > chunk && head <= shape->whole && 1 == opal_list_get_size(queue)
-            && frag_unwritten(first)) {
+            && mca_btl_devmem_frag_unwritten(first)) {
             chunk = head; /* a lone frame, in one call (write_whole): a ping-pong's answer */
         }
     }
@@ -232,9 +226,16 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
         ssize_t n;
 
         /* tests only (btl_devmem_testing fault=): the frame at the head may be spoiled */
-        if (OPAL_UNLIKELY(mca_btl_devmem_fault_armed)
-            && 0 != mca_btl_devmem_fault_frame(sd, queue)) {
-            return -EPIPE;
+        if (OPAL_UNLIKELY(mca_btl_devmem_fault_armed)) {
+            int fault = mca_btl_devmem_fault_frame(sd, queue);
+
+            if (fault < 0) {
+                return fault;
+            }
+            if (fault > 0) {
+                *blocked = true;
+                break;
+            }
         }
         /* at most `chunk` bytes per call */
         mca_btl_devmem_frag_t *frag;

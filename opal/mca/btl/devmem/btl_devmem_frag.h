@@ -91,6 +91,12 @@ void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
 
+/* Whether frag is untouched since prepare_write: none of it written yet. */
+static inline bool mca_btl_devmem_frag_unwritten(const mca_btl_devmem_frag_t *frag)
+{
+    return 0 == frag->iov_idx && frag->iov[0].iov_base == (const void *) &frag->hdr;
+}
+
 /* Write as much of queue (frags, in wire order) to sd as it takes, in batched sendmsg calls
  * cut as shape says (struct mca_btl_devmem_write_shape). Fully written frags move to done;
  * *blocked says the socket is full. 0 or -errno. */

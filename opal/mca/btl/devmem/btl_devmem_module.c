@@ -5,6 +5,7 @@
  */
 #include "opal_config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,9 +244,38 @@ static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     return mca_btl_devmem_endpoint_send(ep, frag);
 }
 
+/* How an inline send whose socket took part of its frame ends: written, or the status. */
+enum { SENDI_PENDING = INT32_MIN };
+
+static void sendi_sent(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                       struct mca_btl_base_descriptor_t *des, int status)
+{
+    __atomic_store_n((int *) des->des_cbdata, status, __ATOMIC_RELEASE);
+}
+
+/* Not now: the PML's ordinary send takes the message, and waits for its completion; Open
+ * MPI's ob1 sends it in the descriptor given back (without one it would park the send until
+ * some other completion). */
+static int sendi_decline(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                         size_t total, uint32_t flags, mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_devmem_component.stats.sendi_declined++;
+    if (NULL != descriptor) {
+        *descriptor = btl_alloc(btl, ep, MCA_BTL_NO_ORDER, total, flags);
+    }
+    return OPAL_ERR_RESOURCE_BUSY;
+}
+
 /*
- * Immediate send of a small message: header and payload are copied into one fragment,
- * which the BTL owns from then on, so the PML may reuse its buffers at once.
+ * Immediate send of a small message: header and payload are copied into one fragment, which
+ * leaves in this call, so that the PML may call the send done and reuse its buffers at once.
+ * Done must mean gone: a frame left in our queue would wait for this rank's next call into
+ * MPI, which an application computing after MPI_Send may not make for a long time. So the
+ * send is declined where it could not start at once (no connection yet, frames queued before
+ * it, a read of its connection being dispatched, a full socket), and where a callback of our
+ * progress sends (the part a full socket left could then only wait for a later call). When
+ * the socket takes part of the frame, this call progresses until the rest is written, as the
+ * PML's wait for the ordinary send would.
  */
 static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                      struct opal_convertor_t *convertor, void *header, size_t header_size,
@@ -253,14 +283,12 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
                      mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_devmem_frag_t *frag;
-    size_t total = header_size + payload_size;
-    int rc;
+    size_t total = header_size + payload_size, position = 0;
+    int rc, sent = SENDI_PENDING;
 
     if (NULL != descriptor) {
         *descriptor = NULL;
     }
-    /* The copy makes the fragment ours, so it may wait in the queue (or start the
-     * connection): answering "busy" here would only make the PML retry sendi forever. */
     if (total > btl->btl_eager_limit) {
         return OPAL_ERR_RESOURCE_BUSY;
     }
@@ -273,6 +301,9 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
             return OPAL_ERR_RESOURCE_BUSY;
         }
     }
+    if (mca_btl_devmem_dispatch_held()) {
+        return sendi_decline(btl, ep, total, flags, descriptor);
+    }
     frag = mca_btl_devmem_frag_alloc(total);
     if (OPAL_UNLIKELY(NULL == frag)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
@@ -282,6 +313,8 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
         struct iovec iov = {(char *) mca_btl_devmem_frag_data(frag) + header_size, payload_size};
         uint32_t iov_count = 1;
         size_t max_data = payload_size;
+
+        position = convertor->bConverted; /* where a decline takes it back to */
         if (opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0
             || max_data != payload_size) {
             mca_btl_devmem_frag_return(frag);
@@ -292,13 +325,33 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     frag->segments[0].seg_len = total;
     frag->base.des_segment_count = 1;
     frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    frag->base.des_cbfunc = NULL;
-    rc = btl_send(btl, ep, &frag->base, tag);
-    if (rc < 0) {
-        mca_btl_devmem_frag_return(frag);
-        return rc;
+    frag->base.des_cbfunc = sendi_sent; /* only where the socket takes part of it */
+    frag->base.des_cbdata = &sent;
+    frag->kind = MCA_BTL_DEVMEM_FRAG_SEND;
+    mca_btl_devmem_frag_prepare_write(frag);
+    frag->hdr.type = MCA_BTL_DEVMEM_HDR_SEND;
+    frag->hdr.tag = tag;
+    frag->hdr.flags = 0;
+    frag->hdr.id = frag->hdr.addr = 0;
+    rc = mca_btl_devmem_endpoint_send_now(ep, frag);
+    if (1 == rc) {
+        return OPAL_SUCCESS;
     }
-    return OPAL_SUCCESS;
+    if (OPAL_SUCCESS == rc) {
+        /* the socket took part of it: write the rest before the PML calls it done. Our
+         * progress reads too, so two ranks flooding each other both get through. */
+        mca_btl_devmem_component.stats.sendi_waited++;
+        while (SENDI_PENDING == (rc = __atomic_load_n(&sent, __ATOMIC_ACQUIRE))) {
+            (void) mca_btl_devmem_progress();
+        }
+        return rc; /* the fragment went back to its list when it completed */
+    }
+    /* not taken: the PML packs it again for its ordinary send, from where we started */
+    if (payload_size > 0) {
+        (void) opal_convertor_set_position(convertor, &position);
+    }
+    mca_btl_devmem_frag_return(frag);
+    return OPAL_ERR_RESOURCE_BUSY == rc ? sendi_decline(btl, ep, total, flags, descriptor) : rc;
 }
 
 static void btl_dump(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,

@@ -24,6 +24,8 @@
     X(tx_host, COUNTER, "payload bytes written from host memory")                            \
     X(rx_host, COUNTER, "payload bytes read into host memory")                               \
     X(tx_frags, COUNTER, "fragments sent on control connections")                            \
+    X(sendi_declined, COUNTER, "inline sends left to the PML's ordinary send: not connected yet, frames queued, a read being dispatched, or no room in the socket") \
+    X(sendi_waited, COUNTER, "inline sends whose socket took part of the frame: the rest was sent before the call returned") \
     X(rx_frags, COUNTER, "fragments received on control connections")                        \
     X(get_host, COUNTER, "bytes moved by get through host memory")                           \
     X(put_host, COUNTER, "bytes moved by put")                                               \
