@@ -186,6 +186,8 @@ typedef struct mca_btl_devmem_component_t {
     int gpu;                /* the rank's CUDA device, -1: current context or local rank */
     char *near;             /* PCI address to be near, "none", or empty: the GPU's */
     char *testing;          /* tests: key=value settings, parsed into the fields below */
+    char *device_paths;     /* read-only, for MPI_T readers (devmem-check): one line per
+                             * interface, "NAME on|off: what" (mca_btl_devmem_params_status) */
 
     /* From btl_devmem_testing (btl_devmem_params.c), for tests only */
     char *fault;            /* a frame to spoil (btl_devmem_fault.c), empty: none */

@@ -518,6 +518,10 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
     }
     if (OPAL_SUCCESS == rc && OPAL_SUCCESS == (rc = create_modules())
         && OPAL_SUCCESS == (rc = mca_btl_devmem_dev_init(mca_btl_devmem_devflow_accepted))) {
+        char paths[4096];
+
+        mca_btl_devmem_dev_paths(paths, sizeof(paths));
+        mca_btl_devmem_params_status(paths);
         rc = publish_modex();
     }
     if (OPAL_SUCCESS == rc && c->rx_threads > 0 && NULL != mca_btl_devmem_dev_batch(&cap)) {

@@ -672,6 +672,30 @@ static int dev_setup(mca_btl_devmem_module_t *m)
     return 0;
 }
 
+void mca_btl_devmem_dev_paths(char *text, size_t size)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    size_t used = 0;
+
+    text[0] = '\0';
+    for (int i = 0; i < c->num_modules && used < size; i++) {
+        const mca_btl_devmem_module_t *m = c->modules[i];
+        const struct mca_btl_devmem_dev *d = m->dev;
+        int w;
+
+        if (NULL != d) {
+            w = snprintf(text + used, size - used,
+                         "%s on: %s kernel, %zu KiB %s RX pool, binding %u\n", m->itf.name,
+                         dev_state.k->ops->name, d->pool.size >> 10, d->pool.provider->name,
+                         d->rx_id);
+        } else {
+            w = snprintf(text + used, size - used, "%s off: %s\n", m->itf.name,
+                         m->dev_reason);
+        }
+        used += w > 0 ? (size_t) w : 0;
+    }
+}
+
 int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;

@@ -57,6 +57,10 @@ typedef void (*mca_btl_devmem_dev_accept_fn)(struct mca_btl_devmem_dev *dev, int
  */
 int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept);
 
+/* Each module's device path into text, one line each: "NAME on: kernel, pool, binding" or
+ * "NAME off: why" (for btl_devmem_device_paths). */
+void mca_btl_devmem_dev_paths(char *text, size_t size);
+
 /* Undo every module's device path. Call after every device flow is closed (their tokens
  * point into the pools). */
 void mca_btl_devmem_dev_fini(void);

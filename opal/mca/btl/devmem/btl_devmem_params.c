@@ -281,6 +281,16 @@ int mca_btl_devmem_params_register(void)
                "gathers out of a GPU pool are launched (kernel-mapped)",
                OPAL_INFO_LVL_9, &c->testing);
 
+    /* informational: the var system owns its string (freed when replaced, and at close) */
+    c->device_paths = NULL;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "device_paths",
+        "What the device path is on each of this rank's interfaces, one line each: \"NAME on: "
+        "kernel, pool, binding\" or \"NAME off: why\" (set at start-up; read it through "
+        "MPI_T, as devmem-check does)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->device_paths);
+
     mca_btl_devmem_stats_register();
     return mca_btl_base_param_register(&c->super.btl_version,
                                        &mca_btl_devmem_module_template.super);
@@ -530,4 +540,14 @@ void mca_btl_devmem_params_fini(void)
     mca_btl_devmem_component.topology = "";
     free(testing_copy);
     testing_copy = NULL;
+}
+
+void mca_btl_devmem_params_status(const char *text)
+{
+    char *copy = strdup(text);
+
+    if (NULL != copy) {
+        free(mca_btl_devmem_component.device_paths);
+        mca_btl_devmem_component.device_paths = copy;
+    }
 }

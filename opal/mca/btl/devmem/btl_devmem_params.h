@@ -19,6 +19,10 @@ int mca_btl_devmem_params_check(void);
 /* At close: what the check kept of btl_devmem_testing goes. */
 void mca_btl_devmem_params_fini(void);
 
+/* Set btl_devmem_device_paths, the informational variable that tells MPI_T readers
+ * (devmem-check) what the device path is on each interface. */
+void mca_btl_devmem_params_status(const char *text);
+
 END_C_DECLS
 
 #endif /* MCA_BTL_DEVMEM_PARAMS_H */

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# devmem-check, as an admin runs it on two nodes: across two namespaced "hosts" over the
+# emulated kernel it must PASS (both hosts' facts, validated transfers through the RX pools,
+# tokens balanced, the table with both columns, the report written); on loopback with the real
+# kernel it must FAIL, naming the kernel's refusal and what to do, and exit 1.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/testlib.sh"
+. "$here/netns.sh"
+
+[ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "devmem-check checks btl_devmem (btl: $DEVMEM_TEST_BTL)"
+check=$DEVMEM_PREFIX/bin/devmem-check
+[ -x "$check" ] || { devmem_step_fail "$check is not installed (make install)"; devmem_finish; }
+[ -x "$DEVMEM_PREFIX/bin/devmem-probe" ] || devmem_step_fail "devmem-probe is not installed beside it"
+limit=$DEVMEM_MPI_LIMIT
+report=$DEVMEM_TEST_TMP/report.txt
+
+expect_in() { # FILE ERE WHAT
+    if grep -Eq -- "$2" "$1"; then
+        devmem_step_ok "$3"
+    else
+        devmem_step_fail "$3: no line matches '$2' in $1"
+    fi
+}
+
+# 1. two hosts, emulated kernel: PASS
+netns_setup
+out=$DEVMEM_TEST_TMP/pass.out
+echo "---- devmem-check 1+1 ranks, emulated kernel"
+_devmem_run_bg netns_mpirun "$limit" 1 1 --mca btl_devmem_kernel emulated \
+    "$check" --quick --report "$report" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$out" | cut -c1-20)" = "devmem-check: PASS: " ]; then
+    devmem_step_ok "PASS, exit 0: $(tail -n 1 "$out" | cut -c1-160)"
+else
+    devmem_step_fail "want exit 0 and a last line 'devmem-check: PASS: ...' (exit $rc)"
+fi
+if [ -s "$report" ]; then
+    expect_in "$report" "^host $NETNS_HOST_A \\(rank 0\\)" "the report has host A's facts"
+    expect_in "$report" "^host $NETNS_HOST_B \\(rank 1\\)" "the report has host B's facts"
+    expect_in "$report" "^$NETNS_LINK on: emulated kernel" "the device path is on over the veth"
+    expect_in "$report" "^$NETNS_LINK \\(ifindex [0-9]+\\)" "devmem-probe's section of the veth"
+    expect_in "$report" "^transfers host to host, .*: every byte checked" "host transfers checked"
+    expect_in "$report" "^ +64 MiB +[0-9]+ +[0-9]+ +[0-9.]+$" "the table has both columns"
+    expect_in "$report" "^device path: [1-9][0-9]* bytes landed in RX pools" "bytes landed in RX pools"
+    expect_in "$report" "^devmem-check: PASS" "the report ends with the verdict"
+else
+    devmem_step_fail "no report at $report"
+fi
+
+# 2. loopback, real kernel: FAIL with the kernel's words
+out=$DEVMEM_TEST_TMP/fail.out
+echo "---- devmem-check 2 ranks on loopback, real kernel"
+_devmem_run_bg devmem_mpirun "$limit" -np 2 --mca btl_devmem_if_include lo "$check" --quick \
+    >"$out" 2>&1
+rc=$?
+cat "$out"
+verdict=$(grep '^devmem-check: ' "$out" | tail -n 1)
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] &&
+    [[ "$verdict" =~ ^devmem-check:\ FAIL\ device\ path\ off\ on\ .*\ lo:.*bind-rx.*Operation\ not\ supported.*\;\ .*btl_devmem_if_include ]]; then
+    devmem_step_ok "FAIL, exit $rc: $(echo "$verdict" | cut -c1-160)"
+else
+    devmem_step_fail "want a non-zero exit and 'devmem-check: FAIL device path off on HOST lo:" \
+        "... bind-rx ... Operation not supported ...; ... btl_devmem_if_include' (exit $rc)"
+fi
+devmem_finish
