@@ -471,9 +471,12 @@ static void contract(void)
     n = devmem_emul_recvmsg(e, rcv, &m, MSG_SOCK_DEVMEM | MSG_DONTWAIT);
     CHECK(8192 == n && devmem_emul_sock_tokens(e, rcv) > 0, "contract: 8 KiB held in %zu tokens",
           devmem_emul_sock_tokens(e, rcv));
+    CHECK(1 == devmem_emul_bound(e, rx_id), "contract: binding %u is bound", rx_id);
     rc = devmem_emul_unbind(e, rx_id, NULL);
     CHECK(0 == rc && 0 == devmem_emul_pool_pages(e, rx_id, &total, &nfree) && nfree < total,
           "contract: unbound pool lives on while tokens are out");
+    CHECK(0 == devmem_emul_bound(e, rx_id) && 0 == devmem_emul_bound(e, 999999),
+          "contract: an undone binding, and one that never was, are not bound");
     n = write(snd, buf, 1000);
     usleep(20000);
     m.msg_control = ctrl.b;

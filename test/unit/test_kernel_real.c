@@ -202,6 +202,10 @@ int main(void)
         }
         rc = k->ops->unbind(k, 99, &err);
         CHECK(-ENOENT == rc, "real unbind of an unknown id: -ENOENT");
+        /* the binding watch asks queue-get: loopback's one RX queue holds no binding */
+        rc = k->ops->bound(k, 1, 99, &err);
+        CHECK(0 == rc, "real: binding 99 holds no queue of lo (queue-get answered %d%s%s)", rc,
+              rc < 0 ? ": " : "", rc < 0 ? err.msg : "");
         devmem_region_release(&host);
         devmem_kernel_close(k);
     }

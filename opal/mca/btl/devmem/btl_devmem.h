@@ -200,6 +200,8 @@ typedef struct mca_btl_devmem_component_t {
     int emul_seed;          /* emulated: layout seed, 0: from the rank */
     bool tx_host;           /* emulated: answer gets from host memory with devmem TX too */
     int emul_gather_lag;    /* progress polls before a host gather is done */
+    long unbind_after;      /* undo this rank's RX bindings once this many bytes landed in
+                             * its pools, as when their netlink socket closes; 0: never */
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
     int push_min;           /* smallest rendezvous that pushes */

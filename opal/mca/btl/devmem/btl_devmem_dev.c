@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opal/util/proc.h"
@@ -591,7 +592,8 @@ static void dev_release(struct mca_btl_devmem_dev *d)
         opal_output(0, "btl:devmem: could not delete RSS context %u on %s: %s", d->rss_ctx,
                     d->module->itf.name, e.msg);
     }
-    if (0 != d->rx_id && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
+    if (0 != d->rx_id && !d->unbound
+        && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
         (void) dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL);
     }
     devmem_region_release(&d->pool);
@@ -672,6 +674,110 @@ static int dev_setup(mca_btl_devmem_module_t *m)
     return 0;
 }
 
+/* ---------------------------------------------------------------- the binding watch */
+
+int mca_btl_devmem_dev_suspects;
+
+void mca_btl_devmem_dev_suspect(struct mca_btl_devmem_dev *dev)
+{
+    int no = 0;
+
+    if (NULL != dev && !__atomic_load_n(&dev->lost, __ATOMIC_RELAXED)
+        && __atomic_compare_exchange_n(&dev->suspect, &no, 1, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED)) {
+        (void) __atomic_fetch_add(&mca_btl_devmem_dev_suspects, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static uint64_t clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* A binding found gone: the module's device path is off from now on. */
+static void binding_lost(mca_btl_devmem_module_t *m, const char *cause)
+{
+    struct mca_btl_devmem_dev *d = m->dev;
+
+    __atomic_store_n(&d->lost, true, __ATOMIC_RELEASE);
+    say(m->dev_reason, sizeof(m->dev_reason), "RX binding %u is gone (%s)", d->rx_id, cause);
+    mca_btl_devmem_component.stats.bindings_lost++;
+    DEVMEM_VERBOSE(1, "device path off on %s: %s; what arrives is delivered from host memory, "
+                   "and no new device-flow lane comes to %s", m->itf.name, m->dev_reason,
+                   m->itf.name);
+}
+
+int mca_btl_devmem_dev_watch(char *why, size_t len)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    uint64_t now = clock_ns();
+    int gone = 0;
+
+    for (int i = 0; i < c->num_modules; i++) {
+        mca_btl_devmem_module_t *m = c->modules[i];
+        struct mca_btl_devmem_dev *d = m->dev;
+        struct devmem_err e;
+        int rc;
+
+        if (NULL == d || !__atomic_load_n(&d->suspect, __ATOMIC_ACQUIRE)
+            || now - d->asked_ns < 100000000u) {
+            continue; /* plain receives keep it a suspect until it is asked again */
+        }
+        d->asked_ns = now;
+        rc = d->unbound ? 0 : dev_state.k->ops->bound(dev_state.k, m->itf.ifindex, d->rx_id, &e);
+        if (0 == rc && !d->lost) {
+            binding_lost(m, d->unbound ? "undone by btl_devmem_testing unbind_after, as when "
+                                         "the netlink socket that made it closes"
+                                       : dev_state.via_helper
+                                             ? "the kernel no longer lists it on any RX queue: "
+                                               "devmem-helperd, which made it, was stopped or "
+                                               "restarted, or the device went away"
+                                             : "the kernel no longer lists it on any RX queue: "
+                                               "the device went away");
+            if (0 == gone++) {
+                say(why, len, "%s: %s", m->itf.name, m->dev_reason);
+            }
+        } else if (rc < 0) {
+            DEVMEM_VERBOSE(5, "device path on %s: cannot ask after RX binding %u: %s",
+                           m->itf.name, d->rx_id, e.msg);
+        }
+        __atomic_store_n(&d->suspect, 0, __ATOMIC_RELAXED);
+        (void) __atomic_fetch_sub(&mca_btl_devmem_dev_suspects, 1, __ATOMIC_RELAXED);
+    }
+    return gone;
+}
+
+void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    static bool done;
+
+    if (done || landed < (uint64_t) c->unbind_after || NULL == dev_state.k) {
+        return;
+    }
+    done = true;
+    for (int i = 0; i < c->num_modules; i++) {
+        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+        struct devmem_err e;
+
+        if (NULL == d || d->unbound || 0 != d->helper_id) {
+            continue;
+        }
+        if (0 == dev_state.k->ops->unbind(dev_state.k, d->rx_id, &e)) {
+            d->unbound = true;
+            opal_output(0, "btl:devmem: testing: RX binding %u on %s undone after %llu bytes "
+                        "(btl_devmem_testing unbind_after)", d->rx_id, c->modules[i]->itf.name,
+                        (unsigned long long) landed);
+        } else {
+            opal_output(0, "btl:devmem: testing: cannot undo RX binding %u on %s: %s",
+                        d->rx_id, c->modules[i]->itf.name, e.msg);
+        }
+    }
+}
+
 void mca_btl_devmem_dev_paths(char *text, size_t size)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -683,7 +789,7 @@ void mca_btl_devmem_dev_paths(char *text, size_t size)
         const struct mca_btl_devmem_dev *d = m->dev;
         int w;
 
-        if (NULL != d) {
+        if (NULL != d && !d->lost) {
             w = snprintf(text + used, size - used,
                          "%s on: %s kernel, %zu KiB %s RX pool, binding %u\n", m->itf.name,
                          dev_state.k->ops->name, d->pool.size >> 10, d->pool.provider->name,

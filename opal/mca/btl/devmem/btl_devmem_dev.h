@@ -38,6 +38,13 @@ struct mca_btl_devmem_dev {
     int steer_rule;             /* real: ethtool rule id for the listen port, -1 when none */
     uint32_t helper_id;         /* the helper's binding (and rule) for this module, 0: none */
     bool steered;               /* emulated: the listen port is steered to rx_id */
+    /* The binding watch (mca_btl_devmem_dev_watch): a plain receive on a lane of this
+     * module makes it a suspect (atomic; any receiving thread); the progress thread asks the
+     * kernel and marks it lost when the binding is gone (then no new lanes come here) */
+    int suspect;
+    bool lost;
+    bool unbound;               /* undone already (btl_devmem_testing unbind_after) */
+    uint64_t asked_ns;          /* when the kernel was last asked */
     /* device-flow connections arrive here; its port is the steering key */
     struct mca_btl_devmem_listener listener;
 };
@@ -60,6 +67,30 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept);
 /* Each module's device path into text, one line each: "NAME on: kernel, pool, binding" or
  * "NAME off: why" (for btl_devmem_device_paths). */
 void mca_btl_devmem_dev_paths(char *text, size_t size);
+
+/*
+ * A binding can go under a running job: the kernel undoes it when the netlink socket that made
+ * it closes (devmem-helperd stopped or restarted) or the device goes away, and tells the data
+ * sockets nothing: what they receive next is plain data, while the tokens handed out stay
+ * valid on their sockets until given back. So a plain receive on a lane makes its module a
+ * suspect (dev_suspect, from any receiving thread) and the progress thread asks the kernel
+ * (dev_watch, at most every 100 ms a module). A binding found gone marks the module lost: what
+ * its lanes receive goes on being delivered (plain data), every token out goes back on its
+ * own socket, and no new lane comes to it. Said once at verbosity 1 (and counted in
+ * bindings_lost).
+ */
+void mca_btl_devmem_dev_suspect(struct mca_btl_devmem_dev *dev);
+
+/* Suspects to look at: a load the progress function makes every call. */
+extern int mca_btl_devmem_dev_suspects;
+
+/* Look at the suspects now. Returns how many bindings were found gone this time (their
+ * reasons in each module's dev_reason; the first in why). */
+int mca_btl_devmem_dev_watch(char *why, size_t len);
+
+/* btl_devmem_testing unbind_after: undo this rank's RX bindings once that many bytes landed
+ * in its pools. The watch then has to find it, as it would a real loss. */
+void mca_btl_devmem_dev_testing_unbind(uint64_t landed);
 
 /* Undo every module's device path. Call after every device flow is closed (their tokens
  * point into the pools). */

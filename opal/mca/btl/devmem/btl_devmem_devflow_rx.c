@@ -209,6 +209,11 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
             result = MCA_BTL_DEVMEM_RX_FAILED;
             break;
         }
+        if (b->plain) {
+            /* a steered lane receives into the pool: plain data may mean the binding is
+             * gone (the watch asks the kernel) */
+            mca_btl_devmem_dev_suspect(df->ep->module->dev);
+        }
         if (-1 == df->rx_qpos) {
             learn_queue(df, k);
         }

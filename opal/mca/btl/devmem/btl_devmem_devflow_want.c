@@ -43,12 +43,13 @@ enum mca_btl_devmem_lanes_ask {
     LANES_RETIRING, /* RETIRE said, gets wait for RETIRED (then WANT) */
 };
 
-/* Whether this rank can take a lane from the peer now: it has a device-flow port, and a
- * descriptor to spare (a lane it would refuse would hold its gets until the claim's
+/* Whether this rank can take a lane from the peer now: it has a device-flow port whose
+ * binding is not lost, and a descriptor to spare (a lane it would refuse would hold its gets until the claim's
  * timeout). */
 static bool can_receive_lanes(const mca_btl_devmem_endpoint_t *ep)
 {
     return NULL != ep->module->dev && 0 != ep->module->dev->listener.port
+           && !__atomic_load_n(&ep->module->dev->lost, __ATOMIC_ACQUIRE)
            && mca_btl_devmem_dev_enabled() && mca_btl_devmem_devflow_fd_spare();
 }
 

@@ -278,7 +278,9 @@ int mca_btl_devmem_params_register(void)
                "write_chunk=N: most bytes per send call (0: no limit; by default 512 KiB on "
                "loopback, no limit elsewhere); push_min=N: smallest rendezvous that pushes "
                "(512 KiB; 0: every one); gather_way=kernel|kernel-mapped|batch|memcpy: how "
-               "gathers out of a GPU pool are launched (kernel-mapped)",
+               "gathers out of a GPU pool are launched (kernel-mapped); unbind_after=N: "
+               "undo this rank's RX bindings once N bytes landed in its pools, as the "
+               "kernel does when the netlink socket that made them closes (0: never)",
                OPAL_INFO_LVL_9, &c->testing);
 
     /* informational: the var system owns its string (freed when replaced, and at close) */
@@ -435,6 +437,10 @@ static bool testing_set(mca_btl_devmem_component_t *c, const char *key, const ch
     if ('\0' == value[0] || '\0' != *end || 0 != errno) {
         return false;
     }
+    if (0 == strcmp(key, "unbind_after")) {
+        c->unbind_after = v;
+        return v >= 0;
+    }
     if (0 == strcmp(key, "tx_host")) {
         c->tx_host = 0 != v;
         return 0 == v || 1 == v;
@@ -469,6 +475,7 @@ static int parse_testing(mca_btl_devmem_component_t *c)
     c->emul_linear_pct = 10;
     c->emul_seed = 0;
     c->emul_gather_lag = 0;
+    c->unbind_after = 0;
     c->tx_host = false;
     c->poll_max = 16;
     c->write_chunk = -1;
@@ -546,8 +553,9 @@ void mca_btl_devmem_params_status(const char *text)
 {
     char *copy = strdup(text);
 
+    /* The value it replaces is left, not freed: an application thread may be copying it
+     * through MPI_T right now. One string per change (start-up, a binding lost). */
     if (NULL != copy) {
-        free(mca_btl_devmem_component.device_paths);
         mca_btl_devmem_component.device_paths = copy;
     }
 }

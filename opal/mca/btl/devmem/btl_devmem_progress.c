@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
 #include "btl_devmem_progress.h"
+#include "btl_devmem_dev.h"
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
+#include "btl_devmem_params.h"
 #include "btl_devmem_waitway.h"
 #include "btl_devmem_watch.h"
 
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -304,6 +308,34 @@ static void wait_ended(mca_btl_devmem_component_t *c)
     }
 }
 
+/* A binding went under the job (btl_devmem_dev.h, the binding watch): the device path of
+ * that interface is off from now on, which MPI_T readers see too; with btl_devmem_mode
+ * require the job ends, naming it. */
+static void binding_watch(mca_btl_devmem_component_t *c)
+{
+    char why[512], paths[4096], msg[640];
+
+    if (mca_btl_devmem_dev_watch(why, sizeof(why)) <= 0) {
+        return;
+    }
+    mca_btl_devmem_dev_paths(paths, sizeof(paths));
+    mca_btl_devmem_params_status(paths);
+    if (!mca_btl_devmem_dev_required()) {
+        return;
+    }
+    snprintf(msg, sizeof(msg), "btl_devmem: the device path went off under the job, and "
+             "btl_devmem_mode is require: %s", why);
+    /* the PML ends the job with msg as its words; without one, say it and end it here */
+    for (int i = 0; i < c->num_modules; i++) {
+        if (NULL != c->modules[i]->error_cb) {
+            c->modules[i]->error_cb(&c->modules[i]->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, msg);
+            return;
+        }
+    }
+    opal_output(0, "%s", msg);
+    abort();
+}
+
 int mca_btl_devmem_progress(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -324,6 +356,12 @@ int mca_btl_devmem_progress(void)
         return 0;
     }
     ran = mca_btl_devmem_watch_dispatch(0);
+    if (OPAL_UNLIKELY(c->unbind_after > 0)) {
+        mca_btl_devmem_dev_testing_unbind(c->stats.rx_dmabuf);
+    }
+    if (OPAL_UNLIKELY(__atomic_load_n(&mca_btl_devmem_dev_suspects, __ATOMIC_RELAXED) > 0)) {
+        binding_watch(c);
+    }
     /* receives whose gather was still running: a waiting rank must not sleep on them */
     if (mca_btl_devmem_devflow_rx_busy()) {
         ran += mca_btl_devmem_devflow_rx_progress();

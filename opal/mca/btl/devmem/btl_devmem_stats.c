@@ -49,7 +49,8 @@ static uint64_t derived(int index)
         uint64_t n = 0;
 
         for (int i = 0; i < c->num_modules; i++) {
-            n += NULL != c->modules[i]->dev;
+            n += NULL != c->modules[i]->dev
+                 && !__atomic_load_n(&c->modules[i]->dev->lost, __ATOMIC_RELAXED);
         }
         return n;
     }

@@ -447,6 +447,13 @@ int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *er
     return 0;
 }
 
+int devmem_emul_bound(struct devmem_emul *e, uint32_t id)
+{
+    struct emul_binding *b = devmem_emul_binding_find(e, id);
+
+    return NULL != b && b->alive;
+}
+
 int devmem_emul_steer(struct devmem_emul *e, uint16_t port, uint32_t id,
                       struct devmem_err *err)
 {

@@ -50,6 +50,8 @@ int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uin
 /* Closing the netlink socket: the binding stops taking data (steered flows turn readable);
  * an RX pool lives on until its last outstanding token comes back. */
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err);
+/* 1 while binding id is alive (not unbound), else 0. */
+int devmem_emul_bound(struct devmem_emul *e, uint32_t id);
 
 /* bind-rx over a list of RX queues of interface ifindex (n of them, 1..64, each below 256
  * and bound to no live binding, else -EBUSY); n 0 is devmem_emul_bind_rx. The queues decide

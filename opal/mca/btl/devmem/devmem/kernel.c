@@ -98,6 +98,28 @@ static int real_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *
     return devmem_err_set(err, ENOENT, "unbind: no binding %u made here", id);
 }
 
+static int real_bound(struct devmem_kernel *k, unsigned int ifindex, uint32_t id,
+                      struct devmem_err *err)
+{
+    struct devmem_nl_queues q;
+    struct devmem_nl *nl = NULL;
+    int rc = devmem_nl_open(&nl, err);
+
+    if (0 == rc) {
+        rc = devmem_nl_queue_get(nl, ifindex, &q, err);
+    }
+    devmem_nl_close(nl);
+    if (0 != rc) {
+        return rc;
+    }
+    for (unsigned int i = 0; i < q.n_rx && i < DEVMEM_NL_MAX_QUEUES; i++) {
+        if (id == q.rx_dmabuf[i]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int real_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
                       struct devmem_err *err)
 {
@@ -163,6 +185,7 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
     .bind_rx = real_bind_rx,
     .bind_tx = real_bind_tx,
     .unbind = real_unbind,
+    .bound = real_bound,
     .steer = real_steer,
     .steer_rss = real_steer_rss,
     .rss_del = real_rss_del,
@@ -218,6 +241,17 @@ static int emu_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *e
 
     emu_lock(k);
     rc = devmem_emul_unbind(k->emul, id, err);
+    emu_unlock(k);
+    return rc;
+}
+
+static int emu_bound(struct devmem_kernel *k, unsigned int ifindex, uint32_t id,
+                     struct devmem_err *err)
+{
+    int rc;
+
+    emu_lock(k);
+    rc = devmem_emul_bound(k->emul, id);
     emu_unlock(k);
     return rc;
 }
@@ -360,6 +394,7 @@ const struct devmem_kernel_ops devmem_kernel_emulated_ops = {
     .bind_rx = emu_bind_rx,
     .bind_tx = emu_bind_tx,
     .unbind = emu_unbind,
+    .bound = emu_bound,
     .steer = emu_steer,
     .steer_rss = emu_steer_rss,
     .rss_del = emu_rss_del,

@@ -48,6 +48,11 @@ struct devmem_kernel_ops {
     /* Undo a binding (real: closes the netlink socket that holds it). RX memory must stay
      * until every token pointing into it has been returned. */
     int (*unbind)(struct devmem_kernel *k, uint32_t id, struct devmem_err *err);
+    /* Whether RX binding id still holds a queue of ifindex: 1, 0 when it is gone (its netlink
+     * socket closed, the device went away), or -errno when that cannot be asked. The kernel
+     * tells a data socket nothing when a binding goes: its new data just arrives plain. */
+    int (*bound)(struct devmem_kernel *k, unsigned int ifindex, uint32_t id,
+                 struct devmem_err *err);
     /* Steer TCP flows whose local port is `port` to RX binding id (0 removes). Emulated only:
      * on a real NIC this is an ethtool ntuple rule (nic.c or the helper): -EOPNOTSUPP. */
     int (*steer)(struct devmem_kernel *k, uint16_t port, uint32_t id, struct devmem_err *err);

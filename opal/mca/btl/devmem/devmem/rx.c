@@ -454,6 +454,7 @@ ssize_t devmem_rx_batch_finish(struct devmem_rx_batch *b, const struct msghdr *m
 
     b->nfrags = 0;
     b->bytes = 0;
+    b->plain = ret > 0 && (NULL == msg->msg_control || 0 == msg->msg_controllen);
     if (ret < 0) {
         switch (-ret) {
         case EAGAIN:

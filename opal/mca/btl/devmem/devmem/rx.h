@@ -130,6 +130,8 @@ struct devmem_rx_batch {
     /* results of the last receive */
     size_t nfrags;
     size_t bytes;
+    int plain; /* it carried no devmem control message: plain data (an unsteered flow, or
+                * one whose binding is gone) */
 };
 
 /* Allocate buffers for receives of up to len bytes and max_frags cmsgs. */
