@@ -25,11 +25,18 @@ prefix=${1:-$here/build/install}
 }
 default_dir=$(ompi_info --path pkglibdir 2>/dev/null | sed -e 's/.*: *//')
 # the defaults, whatever this shell or a parameter file sets
-parsable=$(env $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/-u \1/p') \
-    OMPI_MCA_mca_base_component_path="$prefix/lib/openmpi:$default_dir" \
-    OMPI_MCA_mca_base_param_files=/dev/null \
-    ompi_info --param btl devmem --level 9 --parsable 2>/dev/null)
+info_of() {
+    env $(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/-u \1/p') \
+        OMPI_MCA_mca_base_component_path="$prefix/lib/openmpi:$default_dir" \
+        OMPI_MCA_mca_base_param_files=/dev/null \
+        ompi_info --param btl devmem --level 9 "$@" 2>/dev/null
+}
+parsable=$(info_of --parsable)
 [ -n "$parsable" ] || { echo "param-table: ompi_info reports no btl devmem parameter" >&2; exit 2; }
+# informational variables (read-only, set by the component): listed apart, in no budget; only
+# the readable output tells them from parameters
+infos=$(info_of | sed -n 's/.* informational "\(btl_devmem_[A-Za-z0-9_]*\)".*/\1/p' | paste -sd'|' -)
+infos=${infos:-^$}
 
 # The base BTL parameters (mca_btl_base_param_register), in any Open MPI series
 base='exclusivity|flags|atomic_flags|rndv_eager_limit|eager_limit|put_limit|put_alignment|get_limit|get_alignment|max_send_size|rdma_pipeline_send_length|rdma_pipeline_frag_size|min_rdma_pipeline_size|latency|bandwidth|accelerator_max_send_size|accelerator_rdma_pipeline_send_length|accelerator_rdma_pipeline_frag_size|accelerator_min_rdma_pipeline_size'
@@ -48,7 +55,8 @@ rows() {
                   f[order[i], "level"], f[order[i], "help"] }'
 }
 
-ours() { rows | awk -F'\t' -v base="^btl_devmem_($base)\$" '$1 !~ base'; }
+ours() { rows | awk -F'\t' -v base="^btl_devmem_($base)\$" -v info="^($infos)\$" '$1 !~ base && $1 !~ info'; }
+info() { rows | awk -F'\t' -v base="^btl_devmem_($base)\$" -v info="^($infos)\$" '$1 !~ base && $1 ~ info'; }
 theirs() { rows | awk -F'\t' -v base="^btl_devmem_($base)\$" '$1 ~ base { print $1 }'; }
 
 table() {
@@ -60,8 +68,14 @@ table() {
         printf "| `%s` | `%s` | %s | %s |\n", $1, d, $3, h }'
 }
 
+info_table() {
+    echo "| Variable | Level | What it tells |"
+    echo "| --- | --- | --- |"
+    info | awk -F'\t' '{ h = $4; gsub(/\|/, "\\|", h); printf "| `%s` | %s | %s |\n", $1, $3, h }'
+}
+
 if [ -n "$check" ]; then
-    want=$(table | tail -n +3)
+    want=$( (table | tail -n +3; info_table | tail -n +3) )
     have=$(grep '^| `btl_devmem_' "$check")
     if [ "$want" != "$have" ]; then
         echo "param-table: $check differs from the registered parameters (regenerate it:"
@@ -94,3 +108,14 @@ $(theirs | sed 's/^btl_devmem_//' | paste -sd, - | sed 's/,/, /g').
 
 HEAD
 table
+
+cat <<INFO
+
+## Informational variables
+
+Read-only: the component sets them at start-up and as things change. \`ompi_info\` shows their
+defaults; MPI_T reads them while a job runs (devmem-check does). They are not parameters and
+count in no budget.
+
+INFO
+info_table

@@ -531,9 +531,11 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
     case MCA_BTL_DEVMEM_EP_CONNECTED:
         if (opal_list_is_empty(&ep->send_queue) && !ep->tx_corked) {
             /* inline: the common case, and the fastest; 1 tells the PML its descriptor is
-             * done (PML descriptors only) */
+             * done (PML descriptors only; frag may be reused once written) */
+            bool pml_desc = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind;
+
             rc = write_now_unlock(ep, frag, push, false);
-            return 1 == rc && MCA_BTL_DEVMEM_FRAG_SEND != frag->kind ? OPAL_SUCCESS : rc;
+            return 1 == rc && !pml_desc ? OPAL_SUCCESS : rc;
         }
         mca_btl_devmem_progress_activity();
         ep->tx_cork_queued |= ep->tx_corked;
