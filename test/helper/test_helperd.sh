@@ -23,6 +23,9 @@
 #   6. rx-buf-len: bad values stop the helper naming the line; on a veth, whose driver has no
 #      ring parameters, the helper says once why it cannot set it, serves on, and puts back
 #      nothing when it stops
+#   7. the helper killed and restarted under a running job: the job goes on (every byte
+#      checked), each rank says once that its binding is gone and gives back every token; a
+#      job started after the restart binds again
 # Exit 0 pass, 1 fail, 77 skip (not root, no runuser, no nobody/nogroup).
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -216,6 +219,59 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
     [ "$n" -eq 2 ] &&
         devmem_step_ok "the helper undid the bindings of both killed ranks when their connections closed" ||
         devmem_step_fail "the helper log shows $n killed connections with a binding undone, expected 2"
+fi
+
+# ---- 7: the helper killed and restarted under a running job. Its connection closes, and
+# with it (on the real kernel, its netlink sockets) every binding it made: the ranks must go
+# on (every byte checked), each say once that its binding is gone, and give back every token;
+# a job started after the restart binds again through the new helper.
+if start_helper restart emulated "interface lo queues 1-8" "allow-group nogroup" \
+    "socket-group nogroup" "max-bytes 1G"; then
+    re=("${mca[@]/$T\/mpi.sock/$T/restart.sock}")
+    re=("${re[@]/require/auto}")
+    out=$T/restart.out
+    echo "---- soak as nobody through a helper killed and restarted under it"
+    as_nobody timeout --kill-after=10 60 mpirun --oversubscribe -np 2 "${re[@]}" \
+        "$DEVMEM_MPI_BIN/soak" -t 6 -m 1M >"$out" 2>&1 &
+    job=$!
+    bound=
+    for _ in $(seq 100); do
+        [[ "$(status_of restart)" == *" bindings=2 "* ]] && { bound=1; break; }
+        sleep 0.1
+    done
+    sleep 1
+    kill -KILL "${helper_pids[-1]}"
+    wait "${helper_pids[-1]}" 2>/dev/null
+    sleep 1
+    start_helper restart emulated "interface lo queues 1-8" "allow-group nogroup" \
+        "socket-group nogroup" "max-bytes 1G"
+    wait "$job"
+    rc=$?
+    cat "$out"
+    if [ -z "$bound" ]; then
+        devmem_step_fail "the soak's bindings never showed in the first helper"
+    elif [ "$rc" -eq 0 ] && grep -q "^soak: OK np=2 " "$out"; then
+        devmem_step_ok "the job outlived its helper: $(grep -m1 '^soak: OK' "$out")"
+    else
+        devmem_step_fail "the job did not survive its helper's restart (exit $rc)"
+    fi
+    DEVMEM_LAST_OUT=$out
+    n=$(grep -c "device path off on lo: RX binding [0-9]* is gone (devmem-helperd, which made it, closed its connection" "$out")
+    [ "$n" -eq 2 ] && devmem_step_ok "each rank said once that its binding is gone" ||
+        devmem_step_fail "$n ranks said their binding is gone (want 2)"
+    for r in 0 1; do
+        devmem_expect_stat "$out" "$r" bindings_lost -eq 1
+        got=$(devmem_stat "$out" "$r" tokens_received) || got=x
+        back=$(devmem_stat "$out" "$r" tokens_returned) || back=y
+        [ "$got" = "$back" ] && devmem_step_ok "rank $r: tokens $got out, $back back" ||
+            devmem_step_fail "rank $r: tokens $got out, $back back"
+    done
+    if devmem_run_checked "pingpong np=2 as nobody through the restarted helper" pingpong 2 \
+        "$DEVMEM_MPI_LIMIT" as_nobody timeout --kill-after=10 "$DEVMEM_MPI_LIMIT" \
+        mpirun --oversubscribe -np 2 "${mca[@]/$T\/mpi.sock/$T/restart.sock}" \
+        "$DEVMEM_MPI_BIN/pingpong" -m 16M; then
+        devmem_expect_device_path "$DEVMEM_LAST_OUT" 2 1
+    fi
 fi
 
 # a node of 4 ranks and a NIC of 4 queues (the default is 4 a rank): with btl_devmem_mode

@@ -51,6 +51,9 @@ static struct {
     bool batch_ready;
     bool enabled;
     bool via_helper; /* devmem-helperd makes the bindings and steering rules */
+    bool helper_gone; /* its connection closed under the job */
+    bool helper_watched;
+    mca_btl_devmem_watch_t helper_watch; /* that connection, while helper_watched */
     mca_btl_devmem_dev_accept_fn on_accept; /* the device-flow layer's, for accepted lanes */
 } dev_state;
 
@@ -571,7 +574,7 @@ static void dev_release(struct mca_btl_devmem_dev *d)
 {
     struct devmem_err e;
 
-    if (0 != d->helper_id) {
+    if (0 != d->helper_id && !dev_state.helper_gone) { /* a helper gone undid them all */
         mca_btl_devmem_helper_release(d->helper_id); /* its steering rule goes first */
     }
     mca_btl_devmem_listener_close(&d->listener);
@@ -592,7 +595,7 @@ static void dev_release(struct mca_btl_devmem_dev *d)
         opal_output(0, "btl:devmem: could not delete RSS context %u on %s: %s", d->rss_ctx,
                     d->module->itf.name, e.msg);
     }
-    if (0 != d->rx_id && !d->unbound
+    if (0 != d->rx_id && DEV_BOUND == d->unbound
         && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
         (void) dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL);
     }
@@ -727,16 +730,22 @@ int mca_btl_devmem_dev_watch(char *why, size_t len)
             continue; /* plain receives keep it a suspect until it is asked again */
         }
         d->asked_ns = now;
-        rc = d->unbound ? 0 : dev_state.k->ops->bound(dev_state.k, m->itf.ifindex, d->rx_id, &e);
+        rc = DEV_BOUND != d->unbound
+                 ? 0
+                 : dev_state.k->ops->bound(dev_state.k, m->itf.ifindex, d->rx_id, &e);
         if (0 == rc && !d->lost) {
-            binding_lost(m, d->unbound ? "undone by btl_devmem_testing unbind_after, as when "
-                                         "the netlink socket that made it closes"
-                                       : dev_state.via_helper
-                                             ? "the kernel no longer lists it on any RX queue: "
-                                               "devmem-helperd, which made it, was stopped or "
-                                               "restarted, or the device went away"
-                                             : "the kernel no longer lists it on any RX queue: "
-                                               "the device went away");
+            binding_lost(m, DEV_UNBOUND_TESTING == d->unbound
+                                ? "undone by btl_devmem_testing unbind_after, as when the "
+                                  "netlink socket that made it closes"
+                            : dev_state.helper_gone
+                                ? "devmem-helperd, which made it, closed its connection: it was "
+                                  "stopped or restarted"
+                            : dev_state.via_helper
+                                ? "the kernel no longer lists it on any RX queue: devmem-helperd, "
+                                  "which made it, was stopped or restarted, or the device went "
+                                  "away"
+                                : "the kernel no longer lists it on any RX queue: the device "
+                                  "went away");
             if (0 == gone++) {
                 say(why, len, "%s: %s", m->itf.name, m->dev_reason);
             }
@@ -748,6 +757,56 @@ int mca_btl_devmem_dev_watch(char *why, size_t len)
         (void) __atomic_fetch_sub(&mca_btl_devmem_dev_suspects, 1, __ATOMIC_RELAXED);
     }
     return gone;
+}
+
+/* devmem-helperd's connection turned readable. The helper never speaks unasked, so unless an
+ * answer is on its way to a request, this is its end (stopped, restarted, killed): the kernel
+ * has undone every binding it made for this rank, as the netlink sockets that made them
+ * closed. The emulated kernel does the same here; the watch then finds each one gone. */
+static void helper_closed(int fd, short flags, void *arg)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    if (n > 0 || (n < 0 && (EAGAIN == errno || EWOULDBLOCK == errno || EINTR == errno))) {
+        return;
+    }
+    (void) mca_btl_devmem_watch_set(&dev_state.helper_watch, 0);
+    dev_state.helper_watched = false;
+    dev_state.helper_gone = true;
+    DEVMEM_VERBOSE(1, "devmem-helperd closed its connection (%s): the bindings it made for "
+                   "this rank are gone", 0 == n ? "it was stopped or restarted" : strerror(errno));
+    /* the connection itself stays until finalize: another thread may be in a request on it,
+     * which now fails like any request to a helper that is gone */
+    for (int i = 0; i < c->num_modules; i++) {
+        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+
+        if (NULL == d) {
+            continue;
+        }
+        if (DEVMEM_KERNEL_EMULATED == dev_state.k->kind && DEV_BOUND == d->unbound
+            && 0 == dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL)) {
+            d->unbound = DEV_UNBOUND_HELPER;
+        }
+        mca_btl_devmem_dev_suspect(d);
+    }
+}
+
+static void helper_watch_start(void)
+{
+    struct devmem_helper_client *h = mca_btl_devmem_helper();
+    int fd = NULL != h ? devmem_helper_client_fd(h) : -1;
+
+    if (fd < 0) {
+        return;
+    }
+    mca_btl_devmem_watch_init(&dev_state.helper_watch, fd, helper_closed, NULL);
+    dev_state.helper_watched = true;
+    if (0 != mca_btl_devmem_watch_add(&dev_state.helper_watch, OPAL_EV_READ)) {
+        DEVMEM_VERBOSE(5, "devmem-helperd's connection cannot be watched: a helper restart "
+                       "shows only when plain data arrives");
+    }
 }
 
 void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
@@ -763,11 +822,11 @@ void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
         struct mca_btl_devmem_dev *d = c->modules[i]->dev;
         struct devmem_err e;
 
-        if (NULL == d || d->unbound || 0 != d->helper_id) {
+        if (NULL == d || DEV_BOUND != d->unbound || 0 != d->helper_id) {
             continue;
         }
         if (0 == dev_state.k->ops->unbind(dev_state.k, d->rx_id, &e)) {
-            d->unbound = true;
+            d->unbound = DEV_UNBOUND_TESTING;
             opal_output(0, "btl:devmem: testing: RX binding %u on %s undone after %llu bytes "
                         "(btl_devmem_testing unbind_after)", d->rx_id, c->modules[i]->itf.name,
                         (unsigned long long) landed);
@@ -939,6 +998,8 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     }
     if (0 == on) {
         mca_btl_devmem_dev_fini();
+    } else if (dev_state.via_helper) {
+        helper_watch_start();
     }
     return OPAL_SUCCESS;
 }
@@ -956,6 +1017,10 @@ void mca_btl_devmem_dev_fini(void)
     if (dev_state.batch_ready) {
         devmem_rx_batch_fini(&dev_state.batch);
         dev_state.batch_ready = false;
+    }
+    if (dev_state.helper_watched) {
+        (void) mca_btl_devmem_watch_set(&dev_state.helper_watch, 0);
+        dev_state.helper_watched = false;
     }
     mca_btl_devmem_helper_close();
     dev_state.via_helper = false;

@@ -43,7 +43,9 @@ struct mca_btl_devmem_dev {
      * kernel and marks it lost when the binding is gone (then no new lanes come here) */
     int suspect;
     bool lost;
-    bool unbound;               /* undone already (btl_devmem_testing unbind_after) */
+    /* undone already, and by what: btl_devmem_testing unbind_after, or the emulated kernel
+     * as devmem-helperd's connection closed (the real one does that itself) */
+    enum { DEV_BOUND, DEV_UNBOUND_TESTING, DEV_UNBOUND_HELPER } unbound;
     uint64_t asked_ns;          /* when the kernel was last asked */
     /* device-flow connections arrive here; its port is the steering key */
     struct mca_btl_devmem_listener listener;
