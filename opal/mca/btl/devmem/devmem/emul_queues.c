@@ -4,8 +4,8 @@
  * contexts over some of them, steering rules into a context, and the bytes each queue
  * received. What it mirrors:
  *  - bind-rx takes a queue list (netdev_nl_bind_rx_doit): each queue at most once, and a
- *    queue already bound to a live binding is refused (-EBUSY), as the kernel refuses a
- *    queue that has memory-provider parameters already.
+ *    queue already bound to a live binding is refused (-EEXIST), as 6.18's
+ *    __net_mp_open_rxq refuses a queue that has a memory provider already.
  *  - an RSS context (ethtool_set_rxfh with ETH_RXFH_CONTEXT_ALLOC): an id >= 1 and an
  *    indirection table over its queues; an ntuple rule with `context` sends its flows
  *    there, each flow to one queue, and a context a rule still points at cannot go.
@@ -90,7 +90,7 @@ int devmem_emul_bind_rx_queues(struct devmem_emul *e, struct devmem_region *regi
     }
     for (size_t i = 0; i < n; i++) {
         if (NULL != (b = queue_owner(e, ifindex, queues[i]))) {
-            return devmem_err_set(err, EBUSY, "emul: bind-rx: RX queue %u is bound already "
+            return devmem_err_set(err, EEXIST, "emul: bind-rx: RX queue %u is bound already "
                                   "(binding %u)", queues[i], b->id);
         }
     }
