@@ -23,7 +23,7 @@ prefix=$build/install
 packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake clang
           libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind xz-utils
           libclang-rt-dev llvm environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term
-          tcl nftables)
+          tcl nftables slurmctld slurmd slurm-client munge)
 
 install_deps() {
     local missing=()
