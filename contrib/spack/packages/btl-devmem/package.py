@@ -93,6 +93,8 @@ class BtlDevmem(AutotoolsPackage):
             ):
                 if os.path.exists(f):
                     os.remove(f)
+            if os.path.isdir(self.prefix.sbin) and not os.listdir(self.prefix.sbin):
+                os.rmdir(self.prefix.sbin)
 
     def setup_run_environment(self, env):
         # Open MPI finds the component here. The variable replaces Open MPI's own default, so
