@@ -16,7 +16,7 @@ dir=$DEVMEM_SRC/opal/mca/btl/devmem
 layers='
 1 wire: hdr.h rxframe rxframe.h frag frag.h fault tsan.h btl_devmem.h ompi.h stats.h progress.h
 2 sockets: if if.h sock watch watch.h waitway near helper
-3 device memory: dev
+3 device memory: dev dev_watch
 4 connections: conn endpoint endpoint.h proc
 5 get and put: rdma rdma.h push reg
 6 device flows: devflow devflow_int devflow_int.h devflow_tx devflow_rx devflow_gather devflow_stripe devflow_want rxthread

@@ -51,9 +51,6 @@ static struct {
     bool batch_ready;
     bool enabled;
     bool via_helper; /* devmem-helperd makes the bindings and steering rules */
-    bool helper_gone; /* its connection closed under the job */
-    bool helper_watched;
-    mca_btl_devmem_watch_t helper_watch; /* that connection, while helper_watched */
     mca_btl_devmem_dev_accept_fn on_accept; /* the device-flow layer's, for accepted lanes */
 } dev_state;
 
@@ -111,6 +108,11 @@ int mca_btl_devmem_dev_batch_init(struct devmem_rx_batch *b, struct devmem_err *
 bool mca_btl_devmem_dev_enabled(void)
 {
     return dev_state.enabled;
+}
+
+bool mca_btl_devmem_dev_via_helper(void)
+{
+    return dev_state.via_helper;
 }
 
 bool mca_btl_devmem_dev_required(void)
@@ -574,7 +576,7 @@ static void dev_release(struct mca_btl_devmem_dev *d)
 {
     struct devmem_err e;
 
-    if (0 != d->helper_id && !dev_state.helper_gone) { /* a helper gone undid them all */
+    if (0 != d->helper_id && !mca_btl_devmem_dev_helper_gone()) { /* it undid them all */
         mca_btl_devmem_helper_release(d->helper_id); /* its steering rule goes first */
     }
     mca_btl_devmem_listener_close(&d->listener);
@@ -675,166 +677,6 @@ static int dev_setup(mca_btl_devmem_module_t *m)
     m->dev = d;
     m->dev_reason[0] = '\0';
     return 0;
-}
-
-/* ---------------------------------------------------------------- the binding watch */
-
-int mca_btl_devmem_dev_suspects;
-
-void mca_btl_devmem_dev_suspect(struct mca_btl_devmem_dev *dev)
-{
-    int no = 0;
-
-    if (NULL != dev && !__atomic_load_n(&dev->lost, __ATOMIC_RELAXED)
-        && __atomic_compare_exchange_n(&dev->suspect, &no, 1, false, __ATOMIC_RELAXED,
-                                       __ATOMIC_RELAXED)) {
-        (void) __atomic_fetch_add(&mca_btl_devmem_dev_suspects, 1, __ATOMIC_RELEASE);
-    }
-}
-
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-/* A binding found gone: the module's device path is off from now on. */
-static void binding_lost(mca_btl_devmem_module_t *m, const char *cause)
-{
-    struct mca_btl_devmem_dev *d = m->dev;
-
-    __atomic_store_n(&d->lost, true, __ATOMIC_RELEASE);
-    say(m->dev_reason, sizeof(m->dev_reason), "RX binding %u is gone (%s)", d->rx_id, cause);
-    mca_btl_devmem_component.stats.bindings_lost++;
-    DEVMEM_VERBOSE(1, "device path off on %s: %s; what arrives is delivered from host memory, "
-                   "and no new device-flow lane comes to %s", m->itf.name, m->dev_reason,
-                   m->itf.name);
-}
-
-int mca_btl_devmem_dev_watch(char *why, size_t len)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    uint64_t now = clock_ns();
-    int gone = 0;
-
-    for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_module_t *m = c->modules[i];
-        struct mca_btl_devmem_dev *d = m->dev;
-        struct devmem_err e;
-        int rc;
-
-        if (NULL == d || !__atomic_load_n(&d->suspect, __ATOMIC_ACQUIRE)
-            || now - d->asked_ns < 100000000u) {
-            continue; /* plain receives keep it a suspect until it is asked again */
-        }
-        d->asked_ns = now;
-        rc = DEV_BOUND != d->unbound
-                 ? 0
-                 : dev_state.k->ops->bound(dev_state.k, m->itf.ifindex, d->rx_id, &e);
-        if (0 == rc && !d->lost) {
-            binding_lost(m, DEV_UNBOUND_TESTING == d->unbound
-                                ? "undone by btl_devmem_testing unbind_after, as when the "
-                                  "netlink socket that made it closes"
-                            : dev_state.helper_gone
-                                ? "devmem-helperd, which made it, closed its connection: it was "
-                                  "stopped or restarted"
-                            : dev_state.via_helper
-                                ? "the kernel no longer lists it on any RX queue: devmem-helperd, "
-                                  "which made it, was stopped or restarted, or the device went "
-                                  "away"
-                                : "the kernel no longer lists it on any RX queue: the device "
-                                  "went away");
-            if (0 == gone++) {
-                say(why, len, "%s: %s", m->itf.name, m->dev_reason);
-            }
-        } else if (rc < 0) {
-            DEVMEM_VERBOSE(5, "device path on %s: cannot ask after RX binding %u: %s",
-                           m->itf.name, d->rx_id, e.msg);
-        }
-        __atomic_store_n(&d->suspect, 0, __ATOMIC_RELAXED);
-        (void) __atomic_fetch_sub(&mca_btl_devmem_dev_suspects, 1, __ATOMIC_RELAXED);
-    }
-    return gone;
-}
-
-/* devmem-helperd's connection turned readable. The helper never speaks unasked, so unless an
- * answer is on its way to a request, this is its end (stopped, restarted, killed): the kernel
- * has undone every binding it made for this rank, as the netlink sockets that made them
- * closed. The emulated kernel does the same here; the watch then finds each one gone. */
-static void helper_closed(int fd, short flags, void *arg)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    char byte;
-    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-
-    if (n > 0 || (n < 0 && (EAGAIN == errno || EWOULDBLOCK == errno || EINTR == errno))) {
-        return;
-    }
-    (void) mca_btl_devmem_watch_set(&dev_state.helper_watch, 0);
-    dev_state.helper_watched = false;
-    dev_state.helper_gone = true;
-    DEVMEM_VERBOSE(1, "devmem-helperd closed its connection (%s): the bindings it made for "
-                   "this rank are gone", 0 == n ? "it was stopped or restarted" : strerror(errno));
-    /* the connection itself stays until finalize: another thread may be in a request on it,
-     * which now fails like any request to a helper that is gone */
-    for (int i = 0; i < c->num_modules; i++) {
-        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
-
-        if (NULL == d) {
-            continue;
-        }
-        if (DEVMEM_KERNEL_EMULATED == dev_state.k->kind && DEV_BOUND == d->unbound
-            && 0 == dev_state.k->ops->unbind(dev_state.k, d->rx_id, NULL)) {
-            d->unbound = DEV_UNBOUND_HELPER;
-        }
-        mca_btl_devmem_dev_suspect(d);
-    }
-}
-
-static void helper_watch_start(void)
-{
-    struct devmem_helper_client *h = mca_btl_devmem_helper();
-    int fd = NULL != h ? devmem_helper_client_fd(h) : -1;
-
-    if (fd < 0) {
-        return;
-    }
-    mca_btl_devmem_watch_init(&dev_state.helper_watch, fd, helper_closed, NULL);
-    dev_state.helper_watched = true;
-    if (0 != mca_btl_devmem_watch_add(&dev_state.helper_watch, OPAL_EV_READ)) {
-        DEVMEM_VERBOSE(5, "devmem-helperd's connection cannot be watched: a helper restart "
-                       "shows only when plain data arrives");
-    }
-}
-
-void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    static bool done;
-
-    if (done || landed < (uint64_t) c->unbind_after || NULL == dev_state.k) {
-        return;
-    }
-    done = true;
-    for (int i = 0; i < c->num_modules; i++) {
-        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
-        struct devmem_err e;
-
-        if (NULL == d || DEV_BOUND != d->unbound || 0 != d->helper_id) {
-            continue;
-        }
-        if (0 == dev_state.k->ops->unbind(dev_state.k, d->rx_id, &e)) {
-            d->unbound = DEV_UNBOUND_TESTING;
-            opal_output(0, "btl:devmem: testing: RX binding %u on %s undone after %llu bytes "
-                        "(btl_devmem_testing unbind_after)", d->rx_id, c->modules[i]->itf.name,
-                        (unsigned long long) landed);
-        } else {
-            opal_output(0, "btl:devmem: testing: cannot undo RX binding %u on %s: %s",
-                        d->rx_id, c->modules[i]->itf.name, e.msg);
-        }
-    }
 }
 
 void mca_btl_devmem_dev_paths(char *text, size_t size)
@@ -999,7 +841,7 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     if (0 == on) {
         mca_btl_devmem_dev_fini();
     } else if (dev_state.via_helper) {
-        helper_watch_start();
+        mca_btl_devmem_dev_watch_helper();
     }
     return OPAL_SUCCESS;
 }
@@ -1018,10 +860,7 @@ void mca_btl_devmem_dev_fini(void)
         devmem_rx_batch_fini(&dev_state.batch);
         dev_state.batch_ready = false;
     }
-    if (dev_state.helper_watched) {
-        (void) mca_btl_devmem_watch_set(&dev_state.helper_watch, 0);
-        dev_state.helper_watched = false;
-    }
+    mca_btl_devmem_dev_unwatch_helper();
     mca_btl_devmem_helper_close();
     dev_state.via_helper = false;
     if (NULL != dev_state.k) {

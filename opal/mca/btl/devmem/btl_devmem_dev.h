@@ -94,6 +94,16 @@ int mca_btl_devmem_dev_watch(char *why, size_t len);
  * in its pools. The watch then has to find it, as it would a real loss. */
 void mca_btl_devmem_dev_testing_unbind(uint64_t landed);
 
+/* For btl_devmem_dev.c: watch devmem-helperd's connection once the device path goes through
+ * it (its end undoes our bindings: the emulated kernel then undoes them too, and every module
+ * becomes a suspect), and stop at finalize; whether it went. */
+void mca_btl_devmem_dev_watch_helper(void);
+void mca_btl_devmem_dev_unwatch_helper(void);
+bool mca_btl_devmem_dev_helper_gone(void);
+
+/* Whether bindings and steering go through devmem-helperd. */
+bool mca_btl_devmem_dev_via_helper(void);
+
 /* Undo every module's device path. Call after every device flow is closed (their tokens
  * point into the pools). */
 void mca_btl_devmem_dev_fini(void);
