@@ -5,7 +5,8 @@
 # as a site runs it, and a batch script that loads the installed modulefile and runs
 #   (a) srun --mpi=pmix, 2 ranks a node, and
 #   (b) mpirun inside the allocation, 2 ranks a node,
-# both over the emulated device path through the helpers (btl_devmem_mode require), every
+#   (c) devmem-check under srun, one rank a node: it must PASS between the two nodes,
+# all over the emulated device path through the helpers (btl_devmem_mode require), every
 # byte checked, tokens balanced, each node's 2 ranks sharing the helper's 4 queues (2 each).
 # Then scancel of a running step: no rank is left, and neither helper holds a binding, rule
 # or RSS context.
@@ -40,6 +41,8 @@ echo "== srun"
 srun --mpi=pmix $DEVMEM_MPI_BIN/pingpong -m 16M
 echo "== mpirun"
 mpirun --mca oob_tcp_if_include $NETNS_LINK --mca btl_devmem_verbose 1 $DEVMEM_MPI_BIN/pingpong -m 16M
+echo "== devmem-check"
+srun --mpi=pmix -n 2 --ntasks-per-node 1 devmem-check --quick
 JOB
 out=$SLURM_T/job.out
 echo "---- sbatch -N 2 --ntasks-per-node 2: srun --mpi=pmix, then mpirun"
@@ -71,11 +74,19 @@ for how in srun mpirun; do
     fi
 done
 pat="uid 0: RX binding [0-9]+ on $NETNS_LINK queues [0-9]+-[0-9]+, port [0-9]+ steered"
-n=$(grep -Ec "$pat" "$SLURM_T/helperd-a.log"; grep -Ec "$pat" "$SLURM_T/helperd-b.log")
-if [ "$(echo $n)" = "4 4" ]; then
-    devmem_step_ok "each node's helper made the RX bindings of its 2 ranks, for srun and mpirun"
+# devmem-check, one rank a node under srun (the modulefile put it on PATH)
+leg devmem-check
+verdict=$(grep '^devmem-check: \(PASS\|FAIL\)' "$SLURM_T/devmem-check.out" | tail -n 1)
+if [[ "$verdict" == "devmem-check: PASS: the device path works between $SLURM_NODE_A and $SLURM_NODE_B "* ]]; then
+    devmem_step_ok "devmem-check under srun: $(echo "$verdict" | cut -c1-120)"
 else
-    devmem_step_fail "RX bindings made by the helpers of node a and b: $(echo $n) (want 4 4)"
+    devmem_step_fail "devmem-check under srun: want a PASS between $SLURM_NODE_A and $SLURM_NODE_B, got '${verdict:-nothing}'"
+fi
+n=$(grep -Ec "$pat" "$SLURM_T/helperd-a.log"; grep -Ec "$pat" "$SLURM_T/helperd-b.log")
+if [ "$(echo $n)" = "5 5" ]; then
+    devmem_step_ok "each node's helper made the RX bindings of its ranks: 2 for srun, 2 for mpirun, 1 for devmem-check"
+else
+    devmem_step_fail "RX bindings made by the helpers of node a and b: $(echo $n) (want 5 5)"
     cat "$SLURM_T/helperd-a.log"
 fi
 
