@@ -81,6 +81,19 @@ start_helper() {
 
 status_of() { "$helperd" --status --socket "$T/$1.sock" 2>&1; }
 
+# wait_status NAME GLOB TRIES: poll helper NAME's status every 0.1 s until it matches GLOB;
+# the last status in $st; status 1 when it never did.
+wait_status() {
+    local _
+    for _ in $(seq "$3"); do
+        st=$(status_of "$1")
+        # shellcheck disable=SC2053 # GLOB is a pattern
+        [[ "$st" == $2 ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # as_nobody CMD...: the command as nobody, with what mpirun needs and the component path.
 as_nobody() {
     runuser -u nobody -- env HOME="$T/home" TMPDIR="$T/home" PATH="$PATH" \
@@ -190,24 +203,13 @@ if start_helper mpi emulated "interface lo queues 1-8" "allow-group nogroup" \
     as_nobody timeout --kill-after=10 60 mpirun --oversubscribe -np 2 "${mca[@]}" \
         "$DEVMEM_MPI_BIN/soak" -t 50 -m 1M >"$out" 2>&1 &
     job=$!
-    bound=
-    for _ in $(seq 100); do
-        st=$(status_of mpi)
-        if [[ "$st" == *" bindings=2 rules=2 contexts=2 "* ]]; then bound=1; break; fi
-        sleep 0.1
-    done
-    if [ -z "$bound" ]; then
+    if ! wait_status mpi '* bindings=2 rules=2 contexts=2 *' 100; then
         devmem_step_fail "the soak's bindings never showed: $st"
     else
         sleep 1
         pkill -KILL -u nobody -f "$DEVMEM_MPI_BIN/soak"
         killed=$EPOCHREALTIME
-        for _ in $(seq 50); do
-            st=$(status_of mpi)
-            [[ "$st" == "clients=1 bindings=0 rules=0 contexts=0 "* ]] && break
-            sleep 0.1
-        done
-        if [[ "$st" == "clients=1 bindings=0 rules=0 contexts=0 "* ]]; then
+        if wait_status mpi 'clients=1 bindings=0 rules=0 contexts=0 *' 50; then
             devmem_step_ok "ranks killed with SIGKILL: $(_devmem_elapsed "$killed")s later the helper holds nothing (${st%%$'\n'*})"
         else
             devmem_step_fail "5 s after SIGKILL the helper still holds: $st"
@@ -235,10 +237,7 @@ if start_helper restart emulated "interface lo queues 1-8" "allow-group nogroup"
         "$DEVMEM_MPI_BIN/soak" -t 6 -m 1M >"$out" 2>&1 &
     job=$!
     bound=
-    for _ in $(seq 100); do
-        [[ "$(status_of restart)" == *" bindings=2 "* ]] && { bound=1; break; }
-        sleep 0.1
-    done
+    wait_status restart '* bindings=2 *' 100 && bound=1
     sleep 1
     kill -KILL "${helper_pids[-1]}"
     wait "${helper_pids[-1]}" 2>/dev/null

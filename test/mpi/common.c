@@ -44,6 +44,19 @@ uint64_t test_hash(uint64_t a, uint64_t b, uint64_t c)
     return mix64(mix64(mix64(a + 0x1234567ULL) ^ b) ^ c);
 }
 
+uint64_t test_compute(double secs)
+{
+    double until = MPI_Wtime() + secs;
+    uint64_t h = 0, i = 0;
+
+    while (MPI_Wtime() < until) {
+        for (int k = 0; k < 4096; k++, i++) {
+            h = test_hash(h, i, 7);
+        }
+    }
+    return h;
+}
+
 uint8_t pat_byte(int src, int dst, uint64_t idx, uint64_t off)
 {
     uint64_t w = pat_word(pat_seed(src, dst, idx), off >> 3);

@@ -60,6 +60,10 @@ void test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A well-mixed hash of three numbers (deterministic: every rank computes the same value). */
 uint64_t test_hash(uint64_t a, uint64_t b, uint64_t c);
 
+/* Work the optimiser cannot drop, for secs seconds, without a call into MPI but MPI_Wtime:
+ * a rank busy outside MPI. Returns what it computed. */
+uint64_t test_compute(double secs);
+
 /* The expected byte at offset `off` of message `idx` from `src` to `dst`. */
 uint8_t pat_byte(int src, int dst, uint64_t idx, uint64_t off);
 

@@ -52,20 +52,6 @@ static int opt_cb(int opt, const char *arg)
     return -1;
 }
 
-/* Work the optimiser cannot drop, until `secs` have passed; no MPI call but MPI_Wtime. */
-static uint64_t compute(double secs)
-{
-    double until = MPI_Wtime() + secs;
-    uint64_t h = 0, i = 0;
-
-    while (MPI_Wtime() < until) {
-        for (int k = 0; k < 4096; k++, i++) {
-            h = test_hash(h, i, 11);
-        }
-    }
-    return h;
-}
-
 /* Everyone in, then everyone out, through rank 0 alone: connects each rank to rank 0 and no
  * other pair. */
 static void meet(void)
@@ -149,7 +135,7 @@ static void send_then_compute(int dst, uint64_t idx0, const size_t *sizes, size_
         pat_fill(buf, sizes[i], test_rank, dst, idx0 + i, 0);
         MPI_Send(buf, (int) sizes[i], MPI_BYTE, dst, TAG_MSG, MPI_COMM_WORLD);
     }
-    (void) compute(compute_s);
+    (void) test_compute(compute_s);
     MPI_Send(NULL, 0, MPI_BYTE, dst, TAG_MARK, MPI_COMM_WORLD);
 }
 
@@ -220,7 +206,7 @@ static void full_socket(char *buf, double *arrived, size_t *sizes)
     }
     meet();
     if (test_rank == dst) {
-        (void) compute(compute_s);
+        (void) test_compute(compute_s);
         receive_and_time(src, idx0, sizes, (size_t) flood_n, buf, arrived, "full socket");
     } else if (test_rank == src) {
         t0 = MPI_Wtime();
@@ -229,7 +215,7 @@ static void full_socket(char *buf, double *arrived, size_t *sizes)
             MPI_Send(buf, FLOOD_SIZE, MPI_BYTE, dst, TAG_MSG, MPI_COMM_WORLD);
         }
         took = MPI_Wtime() - t0;
-        (void) compute(compute_s);
+        (void) test_compute(compute_s);
         MPI_Send(NULL, 0, MPI_BYTE, dst, TAG_MARK, MPI_COMM_WORLD);
     }
     MPI_Reduce(&took, &longest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

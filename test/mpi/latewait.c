@@ -34,20 +34,6 @@ static int opt_cb(int opt, const char *arg)
     return -1;
 }
 
-/* Work the optimiser cannot drop, until `secs` have passed. */
-static uint64_t compute(double secs)
-{
-    double until = MPI_Wtime() + secs;
-    uint64_t h = 0, i = 0;
-
-    while (MPI_Wtime() < until) {
-        for (int k = 0; k < 4096; k++, i++) {
-            h = test_hash(h, i, 7);
-        }
-    }
-    return h;
-}
-
 int main(int argc, char **argv)
 {
     size_t len;
@@ -83,7 +69,7 @@ int main(int argc, char **argv)
         uint64_t h;
 
         test_note("computing for %.1f s", compute_s);
-        h = compute(compute_s);
+        h = test_compute(compute_s);
 
         for (int r = 1; r < test_size; r++) {
             pat_fill(buf, len, 0, r, h & 0xff, 0);

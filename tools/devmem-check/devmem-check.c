@@ -24,6 +24,7 @@
 #include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,13 +130,30 @@ static void run_probe(struct text *out)
     }
 }
 
-/* Whether line names interface ifname in device_paths ("NAME on: ..." / "NAME off: ..."). */
+/* btl_devmem_device_paths, a line an interface: "NAME on: ..." or "NAME off: why". The line
+ * after l, or NULL; whether l says on; the length of its name. */
+static const char *next_line(const char *l)
+{
+    const char *nl = strchr(l, '\n');
+
+    return NULL != nl && '\0' != nl[1] ? nl + 1 : NULL;
+}
+
+static size_t name_len(const char *l)
+{
+    return strcspn(l, " \n");
+}
+
+static bool line_on(const char *l)
+{
+    return 0 == strncmp(l + name_len(l), " on: ", 5);
+}
+
+/* Whether paths has a line for interface ifname. */
 static int paths_name(const char *paths, const char *ifname)
 {
-    size_t n = strlen(ifname);
-
-    for (const char *l = paths; NULL != l && '\0' != *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        if (0 == strncmp(l, ifname, n) && ' ' == l[n]) {
+    for (const char *l = paths; NULL != l && '\0' != *l; l = next_line(l)) {
+        if (name_len(l) == strlen(ifname) && 0 == strncmp(l, ifname, name_len(l))) {
             return 1;
         }
     }
@@ -204,15 +222,15 @@ static int if_address(const char *ifname, char *out, size_t len)
 /* The first interface of paths that is on (or the first at all), into name. */
 static void first_if(const char *paths, char *name, size_t len)
 {
-    const char *l = paths, *on = strstr(paths, " on: ");
+    const char *pick = paths;
 
-    if (NULL != on) {
-        for (const char *p = on; p > paths && '\n' != p[-1]; p--) {
-            l = p - 1;
+    for (const char *l = paths; NULL != l && '\0' != *l; l = next_line(l)) {
+        if (line_on(l)) {
+            pick = l;
+            break;
         }
-        l = on == paths ? paths : l;
     }
-    snprintf(name, len, "%.*s", (int) strcspn(l, " \n"), l);
+    snprintf(name, len, "%.*s", (int) name_len(pick), pick);
 }
 
 /* Rank 1's text to rank 0 (malloc'd there; NULL on rank 1). */
@@ -279,10 +297,12 @@ static const char *first_off(const char *paths, char *out, size_t len)
                            "loaded, and this Open MPI's MPI_T working?)");
         return out;
     }
-    if (NULL != strstr(paths, " on: ")) {
-        return NULL;
+    for (const char *l = paths; NULL != l && '\0' != *l; l = next_line(l)) {
+        if (line_on(l)) {
+            return NULL;
+        }
     }
-    name = strcspn(paths, " \n");
+    name = name_len(paths);
     line = strcspn(paths, "\n");
     if (0 == strncmp(paths + name, " off: ", 6)) {
         snprintf(out, len, "%.*s: %.*s", (int) name, paths, (int) (line - name - 6),
