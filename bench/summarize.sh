@@ -26,12 +26,31 @@
 #            paired per repetition as above), marked + where the mechanism wins outside the
 #            noise and - where it loses; at the end, each variant's + and - cells
 set -u
+# The awk functions the three programs below share. Insertion sort: a list is the few
+# repetitions of one cell. med takes a list " x y z", as the programs build them.
+common='
+function sort(a, n,    i, j, t) {
+    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+}
+function median_of(a, n) {
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function med(list,    a, n) {
+    n = split(substr(list, 2), a, " "); sort(a, n)
+    return median_of(a, n)
+}
+# n paired ratios q (sorted in place): the median, returned, and the interval of the middle
+# ones, k-th smallest to k-th largest with k = n/4 + 1, in spread_lo and spread_hi
+function paired(q, n,    k) {
+    sort(q, n)
+    k = int(n / 4) + 1
+    spread_lo = q[k]; spread_hi = q[n + 1 - k]
+    return median_of(q, n)
+}
+'
 if [ $# -eq 2 ] && [ "$1" = --ab ] && [ -f "$2" ]; then
-    awk -F, '
-    function sort(a, n,    i, j, t) {
-        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    }
-    function gain(d, v, low,    n, i, r, q, m, k, lo, hi, mark) {
+    awk -F, "$common"'
+    function gain(d, v, low,    n, i, r, q, m, lo, hi, mark) {
         last_mark = ""
         if (!(d in reps) || !(v in reps)) return sprintf("%19s", "-")
         n = 0
@@ -39,10 +58,7 @@ if [ $# -eq 2 ] && [ "$1" = --ab ] && [ -f "$2" ]; then
         for (i in r) if ((v, r[i]) in val && val[v, r[i]] > 0 && val[d, r[i]] > 0)
             q[++n] = low ? val[v, r[i]] / val[d, r[i]] : val[d, r[i]] / val[v, r[i]]
         if (n == 0) return sprintf("%19s", "-")
-        sort(q, n)
-        m = n % 2 ? q[(n + 1) / 2] : (q[n / 2] + q[n / 2 + 1]) / 2
-        k = int(n / 4) + 1
-        lo = q[k]; hi = q[n + 1 - k]
+        m = paired(q, n); lo = spread_lo; hi = spread_hi
         mark = (n < 3 || (lo <= 1 && hi >= 1)) ? "=" : (lo > 1 ? "+" : "-")
         last_mark = mark
         return sprintf("%5.2f (%4.2f-%4.2f) %s", m, lo, hi, mark)
@@ -87,14 +103,7 @@ if [ $# -eq 2 ] && [ "$1" = --ab ] && [ -f "$2" ]; then
     exit 0
 fi
 if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
-    awk -F, '
-    function sort(a, n,    i, j, t) {
-        for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    }
-    function med(list,    a, n) {
-        n = split(substr(list, 2), a, " "); sort(a, n)
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
+    awk -F, "$common"'
     NR == 1 { next }
     {
         mib = ($8 + $9) / 1048576
@@ -122,13 +131,7 @@ if [ $# -eq 2 ] && [ "$1" = --calls ] && [ -f "$2" ]; then
 fi
 [ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 results.csv | --calls calls.csv | --ab results.csv" >&2; exit 2; }
 
-awk -F, '
-function sort(a, n,    i, j, t) {
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-}
-function median_of(a, n) {
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -F, "$common"'
 function cell(key,    n, i, a, m, s, r) {
     if (!(key in reps)) return sprintf("%14s", "-")
     n = split(reps[key], r, " ")
@@ -139,17 +142,14 @@ function cell(key,    n, i, a, m, s, r) {
     return sprintf("%9.*f %3.0f%%", m >= 100 ? 0 : 2, m, s)
 }
 # devmem/other over the repetitions both have: "median (lo-hi) mark"
-function ratio(a, b, lower_better,    n, i, r, q, m, k, lo, hi, mark) {
+function ratio(a, b, lower_better,    n, i, r, q, m, lo, hi, mark) {
     last_mark = ""
     if (!(a in reps) || !(b in reps)) return sprintf("%20s", "-")
     n = 0
     split(reps[a], r, " ")
     for (i in r) if ((b, r[i]) in val && val[b, r[i]] > 0) q[++n] = val[a, r[i]] / val[b, r[i]]
     if (n == 0) return sprintf("%20s", "-")
-    sort(q, n)
-    m = median_of(q, n)
-    k = int(n / 4) + 1
-    lo = q[k]; hi = q[n + 1 - k]
+    m = paired(q, n); lo = spread_lo; hi = spread_hi
     if (n < 3 || (lo <= 1 && hi >= 1)) mark = "="
     else if ((lo > 1) == !lower_better) mark = "+"
     else mark = "-"
