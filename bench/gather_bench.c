@@ -360,17 +360,16 @@ static int measure_receives(struct bench *b, size_t rsize)
 
 /* ---------------------------------------------------------------- launch ways per MiB */
 
-/* The ways to launch a gather, compared on what a receiving thread gathers: batches of packet
- * payloads. The first DEVMEM_CUDA_WAYS are devmem_cuda_set_way's; the last is the
- * persistent gather (a ring). */
-#define WAY_RING DEVMEM_CUDA_WAYS
-#define NWAYS (DEVMEM_CUDA_WAYS + 1)
+/* The ways to launch a gather (devmem_cuda_set_way's), compared on what a receiving thread
+ * gathers: batches of packet payloads. The ways tried and not kept (the piece array
+ * uploaded, cuMemcpyBatchAsync, a persistent kernel polling a ring) and their figures are in
+ * doc/cost-model.md. */
+#define NWAYS DEVMEM_CUDA_WAYS
 #define WAY_DEPTH 4       /* batches in flight, as btl_devmem_gather_depth's default */
-#define RING_ENTRIES 65536
 
 static const char *way_name(int way)
 {
-    return WAY_RING == way ? "ring" : devmem_cuda_way_name(way);
+    return devmem_cuda_way_name(way);
 }
 
 /* Every packet of b->total bytes: a 4044-byte payload at the start of a random page of the
@@ -394,37 +393,26 @@ static struct devmem_copy *make_packets(struct bench *b, size_t *n)
 }
 
 /* Start one batch: 0 or -errno. */
-static int way_start(int way, struct devmem_cuda_ring *ring, const struct devmem_copy *ops,
-                     size_t n, void **fence, uint64_t *ticket, struct devmem_err *err)
+static int way_start(const struct devmem_copy *ops, size_t n, void **fence,
+                     struct devmem_err *err)
 {
-    if (WAY_RING == way) {
-        return devmem_cuda_ring_post(ring, ops, n, ticket, err);
-    }
     int rc = devmem_cuda_copy_start(0, ops, n, 1, err);
 
     return 0 != rc ? rc : devmem_cuda_fence(0, fence, err);
 }
 
-static int way_wait(int way, struct devmem_cuda_ring *ring, void *fence, uint64_t ticket,
-                    struct devmem_err *err)
+static int way_wait(void *fence, struct devmem_err *err)
 {
-    if (WAY_RING == way) {
-        return devmem_cuda_ring_wait(ring, ticket, err);
-    }
     return 1 == devmem_cuda_fence_test(0, fence, 1, err) ? 0 : -EIO;
 }
 
 /* Every packet through one way in batches of batch_bytes, at most WAY_DEPTH of them in
  * flight; every destination byte checked after. The pass's seconds (*cpu: those spent in
- * the calls that start batches, what a receiving thread pays), or -1. The ring runs for
- * its pass only: a driver call that waits for the whole device (a free) would wait for it
- * forever. */
+ * the calls that start batches, what a receiving thread pays), or -1. */
 static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n, int way,
                        size_t batch_bytes, double *cpu, size_t *batches)
 {
     void *fence[WAY_DEPTH] = {NULL};
-    uint64_t ticket[WAY_DEPTH] = {0};
-    struct devmem_cuda_ring *ring = NULL;
     size_t issued = 0, oldest = 0;
     struct devmem_err err = {0};
     double t0, t;
@@ -433,8 +421,7 @@ static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n,
     *cpu = 0;
     rc = devmem_cuda_memset(0, b->dst, 0, b->total, &err);
     if (0 == rc) {
-        rc = WAY_RING == way ? devmem_cuda_ring_start(0, RING_ENTRIES, &ring, &err)
-                             : devmem_cuda_set_way(way, &err);
+        rc = devmem_cuda_set_way(way, &err);
     }
     t0 = now();
     for (size_t first = 0, last; 0 == rc && first < n; first = last) {
@@ -444,28 +431,21 @@ static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n,
             bytes += ops[last].len;
         }
         if (issued - oldest == WAY_DEPTH) {
-            rc = way_wait(way, ring, fence[oldest % WAY_DEPTH], ticket[oldest % WAY_DEPTH],
-                          &err);
+            rc = way_wait(fence[oldest % WAY_DEPTH], &err);
             oldest++;
         }
         if (0 == rc) {
             t = now();
-            rc = way_start(way, ring, ops + first, last - first, &fence[slot], &ticket[slot],
-                           &err);
+            rc = way_start(ops + first, last - first, &fence[slot], &err);
             *cpu += now() - t;
             issued += 0 == rc;
         }
     }
     while (0 == rc && oldest < issued) {
-        rc = way_wait(way, ring, fence[oldest % WAY_DEPTH], ticket[oldest % WAY_DEPTH], &err);
+        rc = way_wait(fence[oldest % WAY_DEPTH], &err);
         oldest++;
     }
     t = now() - t0;
-    if (NULL != ring) {
-        int stopped = devmem_cuda_ring_stop(ring, 0 == rc ? &err : NULL);
-
-        rc = 0 != rc ? rc : stopped;
-    }
     (void) devmem_cuda_set_way(DEVMEM_CUDA_WAY_DEFAULT, NULL);
     rc = 0 != rc ? rc
                  : devmem_cuda_copy(0, b->got, (const void *) (uintptr_t) b->dst, b->total,
@@ -483,24 +463,20 @@ static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n,
     return t;
 }
 
-/* Which ways this driver has: the ones set_way takes, and the ring if it starts. */
+/* Which ways run here: the kernel where this GPU's driver can load it, a copy per piece
+ * everywhere. */
 static void ways_available(int *ok)
 {
-    struct devmem_cuda_ring *ring = NULL;
     struct devmem_err err;
 
     for (int w = 0; w < DEVMEM_CUDA_WAYS; w++) {
-        ok[w] = 0 == devmem_cuda_set_way(w, &err);
+        ok[w] = 0 == devmem_cuda_set_way(w, &err)
+                && (DEVMEM_CUDA_WAY_KERNEL != w || 0 == devmem_cuda_gather_prepare(0, &err));
         if (!ok[w]) {
             printf("# way %s: not measured: %s\n", way_name(w), err.msg);
         }
     }
     (void) devmem_cuda_set_way(DEVMEM_CUDA_WAY_DEFAULT, NULL);
-    ok[WAY_RING] = 0 == devmem_cuda_ring_start(0, RING_ENTRIES, &ring, &err)
-                   && 0 == devmem_cuda_ring_stop(ring, &err);
-    if (!ok[WAY_RING]) {
-        printf("# way ring: not measured: %s\n", err.msg);
-    }
 }
 
 /* One block of rows: every way for one batch size, interleaved run by run. 0 or 1. */
@@ -534,47 +510,6 @@ static int measure_ways(struct bench *b, const struct devmem_copy *ops, size_t n
     return 0;
 }
 
-/* What the ring's resident block costs an application: the one-launch gather of 64 KiB
- * pieces (b->total bytes, many blocks per SM) as its work, timed without and with the ring
- * started and idle, interleaved. 0 or 1. */
-static int measure_ring_cost(struct bench *b)
-{
-    size_t max = b->total / (32 << 10) + 1, np;
-    struct devmem_copy *ops = malloc(max * sizeof(*ops));
-    double off[64], on[64];
-    int runs = b->runs < 64 ? b->runs : 64, failed = NULL == ops;
-    struct devmem_err err;
-
-    if (failed) {
-        return 1;
-    }
-    np = make_pieces(ops, max, b->pool, b->dst, 64 << 10, b->total, 0);
-    for (int r = 0; r < runs && !failed; r++) {
-        struct devmem_cuda_ring *ring = NULL;
-        double t0 = now();
-
-        failed = 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err);
-        off[r] = now() - t0;
-        failed = failed || 0 != devmem_cuda_ring_start(0, RING_ENTRIES, &ring, &err);
-        t0 = now();
-        failed = failed || 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err);
-        on[r] = now() - t0;
-        failed = 0 != devmem_cuda_ring_stop(ring, failed ? NULL : &err) || failed;
-    }
-    if (failed) {
-        fprintf(stderr, "gather_bench: the ring's cost: %s\n", err.msg);
-    } else {
-        qsort(off, (size_t) runs, sizeof(double), cmp_double);
-        qsort(on, (size_t) runs, sizeof(double), cmp_double);
-        printf("# an application's kernel (the gather of %zu MiB in 64 KiB pieces, %zu blocks) "
-               "without / with the ring's block resident: %.1f / %.1f us, %.3fx the time\n",
-               b->total >> 20, np, off[runs / 2] * 1e6, on[runs / 2] * 1e6,
-               on[runs / 2] / off[runs / 2]);
-    }
-    free(ops);
-    return failed;
-}
-
 /* The launch ways for batches of 128 KiB, 512 KiB and 2 MiB (the component's batch cap is
  * an eighth of the pool). 0 or 1. */
 static int measure_launch_ways(struct bench *b)
@@ -599,7 +534,7 @@ static int measure_launch_ways(struct bench *b)
         rc = measure_ways(b, ops, n, ok, batch[i]);
     }
     free(ops);
-    return 0 != rc || !ok[WAY_RING] ? rc : measure_ring_cost(b);
+    return rc;
 }
 
 int main(int argc, char **argv)

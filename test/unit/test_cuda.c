@@ -7,11 +7,9 @@
  * queries (device, offset into it, host, a freed and reused range), copies in every
  * direction, dmabuf export, and the gather kernel against a CPU reference on scattered
  * aligned and unaligned pieces, mixed with host-to-device and device-to-host pieces, and
- * several gathers in flight on the stream at once, each told done by its own fence; each way
- * to launch a gather the driver has (one kernel with the pieces uploaded or read from mapped
- * host memory, cuMemcpyBatchAsync, a copy per piece) on the same cases, and the persistent
- * gather (a ring the kernel polls) through many laps of a small ring, pieces of every
- * alignment, its tickets told done in order, and its stop.
+ * several gathers in flight on the stream at once, each told done by its own fence; the
+ * kernel ready on this GPU (gather_prepare), and the same cases copied piece by piece, the
+ * way of a device where the kernel cannot run.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -157,71 +155,6 @@ static void pipelined_case(uint64_t pool, const unsigned char *pool_host, uint64
     free(got);
 }
 
-/* The persistent gather: 3000 pieces (16-byte aligned ones for the vector path, 1 to 100
- * bytes for the tail, packet payloads) through a ring of 64 entries, posted in runs of 1 to
- * 64, so that it laps the ring ~50 times (a post waits for room); the stop returns with
- * every piece done. */
-static void ring_case(uint64_t pool, const unsigned char *pool_host, uint64_t dst)
-{
-    struct devmem_cuda_ring *ring = NULL;
-    struct devmem_copy ops[64];
-    struct devmem_err err;
-    unsigned char *want = calloc(1, POOL), *got = calloc(1, POOL);
-    uint64_t ticket = 0;
-    size_t at = 0, pieces = 0, posts = 0;
-    int rc = devmem_cuda_ring_start(0, 64, &ring, &err);
-
-    CHECK(0 == rc, "ring: the persistent gather started (%s)", 0 == rc ? "" : err.msg);
-    if (0 != rc) {
-        free(want);
-        free(got);
-        return;
-    }
-    CHECK(-EINVAL == devmem_cuda_ring_post(ring, ops, 65, &ticket, &err),
-          "ring: more pieces than entries refused (%s)", err.msg);
-    rc = devmem_cuda_memset(0, dst, 0, POOL, &err);
-    while (0 == rc && pieces < 3000) {
-        size_t n = 1 + next() % 64, k;
-
-        for (k = 0; k < n; k++) {
-            int kind = (int) (next() % 3);
-            size_t len = 0 == kind ? 16 * (1 + next() % 512) : 1 == kind ? 1 + next() % 100
-                                                                          : 4044;
-            size_t off = next() % (POOL - len);
-
-            if (0 == kind) {
-                off &= ~(size_t) 15;
-                at = (at + 15) & ~(size_t) 15;
-            }
-            if (at + len > POOL) {
-                break;
-            }
-            ops[k] = (struct devmem_copy) {(void *) (uintptr_t) (dst + at),
-                                           (const void *) (uintptr_t) (pool + off), len};
-            memcpy(want + at, pool_host + off, len);
-            at += len;
-        }
-        if (0 == k) {
-            break;
-        }
-        rc = devmem_cuda_ring_post(ring, ops, k, &ticket, &err);
-        pieces += k;
-        posts++;
-    }
-    CHECK(0 == rc && pieces >= 3000, "ring: %zu pieces, %zu bytes posted in %zu runs (%s)",
-          pieces, at, posts, 0 == rc ? "" : err.msg);
-    rc = 0 == rc ? devmem_cuda_ring_wait(ring, ticket, &err) : rc;
-    CHECK(0 == rc && 1 == devmem_cuda_ring_test(ring, ticket, &err) && ticket == pieces,
-          "ring: the last ticket (%llu) done", (unsigned long long) ticket);
-    CHECK(0 == devmem_cuda_copy(0, got, (const void *) (uintptr_t) dst, POOL, &err)
-              && 0 == memcmp(want, got, POOL),
-          "ring: every byte where the CPU reference puts it");
-    rc = devmem_cuda_ring_stop(ring, &err);
-    CHECK(0 == rc, "ring: stopped with every piece done (%s)", 0 == rc ? "" : err.msg);
-    free(want);
-    free(got);
-}
-
 static void device_tests(void)
 {
     struct devmem_cuda_ptr info, info2;
@@ -284,31 +217,20 @@ static void device_tests(void)
     gather_case("1-byte to 100-byte pieces", pool, pool_host, dst, 3000, 100, 0, 0);
     gather_case("mixed directions", pool, pool_host, dst, 500, 9000, 0, 1);
     pipelined_case(pool, pool_host, dst);
-    for (int way = 0; way < DEVMEM_CUDA_WAYS; way++) {
-        char name[64];
-
-        if (DEVMEM_CUDA_WAY_DEFAULT == way) {
-            continue; /* the cases above */
-        }
-        rc = devmem_cuda_set_way(way, &err);
-        if (0 != rc) {
-            CHECK(-EOPNOTSUPP == rc, "way %s: this driver lacks it, and says why (%s)",
-                  devmem_cuda_way_name(way), err.msg);
-            continue;
-        }
-        snprintf(name, sizeof(name), "way %s, unaligned", devmem_cuda_way_name(way));
-        gather_case(name, pool, pool_host, dst, 1000, 4096, 0, 0);
-        snprintf(name, sizeof(name), "way %s, aligned", devmem_cuda_way_name(way));
-        gather_case(name, pool, pool_host, dst, 100, 65536, 1, 0);
-        snprintf(name, sizeof(name), "way %s, mixed", devmem_cuda_way_name(way));
-        gather_case(name, pool, pool_host, dst, 500, 9000, 0, 1);
-        pipelined_case(pool, pool_host, dst);
-    }
+    rc = devmem_cuda_gather_prepare(0, &err);
+    CHECK(0 == rc, "the gather kernel is ready on this GPU (%s)", 0 == rc ? "" : err.msg);
+    rc = devmem_cuda_set_way(DEVMEM_CUDA_WAY_MEMCPY, &err);
+    rc = 0 == rc ? devmem_cuda_gather_prepare(0, &err) : rc;
+    CHECK(-EOPNOTSUPP == rc && NULL != strstr(err.msg, "memcpy"),
+          "way memcpy: gathers say they copy piece by piece (%s)", err.msg);
+    gather_case("memcpy, unaligned", pool, pool_host, dst, 1000, 4096, 0, 0);
+    gather_case("memcpy, aligned", pool, pool_host, dst, 100, 65536, 1, 0);
+    gather_case("memcpy, mixed", pool, pool_host, dst, 500, 9000, 0, 1);
+    pipelined_case(pool, pool_host, dst);
     CHECK(0 == devmem_cuda_set_way(DEVMEM_CUDA_WAY_DEFAULT, &err) &&
-              -1 == devmem_cuda_way_by_name("warp") &&
-              DEVMEM_CUDA_WAY_BATCH == devmem_cuda_way_by_name("batch"),
-          "back to the default way; ways by name");
-    ring_case(pool, pool_host, dst);
+              0 == devmem_cuda_gather_prepare(0, &err) && -1 == devmem_cuda_way_by_name("batch") &&
+              DEVMEM_CUDA_WAY_MEMCPY == devmem_cuda_way_by_name("memcpy"),
+          "back to the kernel; ways by name");
     devmem_cuda_free(0, pool);
     devmem_cuda_free(0, dst);
     free(pool_host);

@@ -175,19 +175,32 @@ static int pool_device(const struct devmem_provider *p)
     return gpu > 0 ? gpu : 0;
 }
 
-/* btl_devmem_testing's gather_way for a GPU pool's gathers (the key's name was checked
- * when it was parsed); 0, or -ENODEV with why when this driver lacks the way. */
-static int pool_gather_way(const struct devmem_provider *p, char *why, size_t len)
+/* A GPU pool's gathers: the way btl_devmem_testing gather_way names (checked when it was
+ * parsed), and the kernel made ready now, so that a GPU where it cannot run (no PTX
+ * compiler in the driver, no mapped host memory) says so once here rather than at the first
+ * gather; its gathers then copy piece by piece, correct and slower. 0, or -ENODEV with why. */
+static int pool_gathers(const struct devmem_provider *p, int ordinal, char *why, size_t len)
 {
     const char *way = mca_btl_devmem_component.gather_way;
     struct devmem_err e;
+    int rc;
 
-    if (&devmem_provider_cuda != p || NULL == way || '\0' == way[0]
-        || 0 == devmem_cuda_set_way(devmem_cuda_way_by_name(way), &e)) {
+    if (&devmem_provider_cuda != p) {
         return 0;
     }
-    say(why, len, "btl_devmem_testing gather_way=%s: %s", way, e.msg);
-    return -ENODEV;
+    if (NULL != way && '\0' != way[0]
+        && 0 != devmem_cuda_set_way(devmem_cuda_way_by_name(way), &e)) {
+        say(why, len, "btl_devmem_testing gather_way=%s: %s", way, e.msg);
+        return -ENODEV;
+    }
+    rc = devmem_cuda_gather_prepare(ordinal, &e);
+    if (-EOPNOTSUPP == rc) {
+        DEVMEM_VERBOSE(1, "GPU %d: gathers copy piece by piece: %s", ordinal, e.msg);
+    } else if (0 != rc) {
+        say(why, len, "GPU %d gathers: %s", ordinal, e.msg);
+        return -ENODEV;
+    }
+    return 0;
 }
 
 /* Allocate the pool from the configured provider; "auto" tries the dmabuf exporters in
@@ -224,7 +237,7 @@ static int pool_alloc(struct mca_btl_devmem_dev *d, bool real, char *why, size_t
                                                      mca_btl_devmem_component.rx_pool_size,
                                                      pool_device(p), &e))) {
             if (!real || d->pool.dmabuf_fd >= 0) {
-                if (0 != (rc = pool_gather_way(p, why, len))) {
+                if (0 != (rc = pool_gathers(p, pool_device(p), why, len))) {
                     devmem_region_release(&d->pool);
                 }
                 return rc;

@@ -277,8 +277,8 @@ int mca_btl_devmem_params_register(void)
                "(lstopo --of xml) to read the PCI topology from instead of this machine's; "
                "write_chunk=N: most bytes per send call (0: no limit; by default 512 KiB on "
                "loopback, no limit elsewhere); push_min=N: smallest rendezvous that pushes "
-               "(512 KiB; 0: every one); gather_way=kernel|kernel-mapped|batch|memcpy: how "
-               "gathers out of a GPU pool are launched (kernel-mapped); unbind_after=N: "
+               "(512 KiB; 0: every one); gather_way=kernel|memcpy: how "
+               "gathers out of a GPU pool are launched (kernel; memcpy: one copy a piece, as where the kernel cannot load); unbind_after=N: "
                "undo this rank's RX bindings once N bytes landed in its pools, as the "
                "kernel does when the netlink socket that made them closes (0: never)",
                OPAL_INFO_LVL_9, &c->testing);
@@ -501,7 +501,7 @@ static int parse_testing(mca_btl_devmem_component_t *c)
                                       "fault_after, linear_pct (0-100), seed, tx_host (0 or "
                                       "1), gather_lag (0-1000), poll_max (0-4096), "
                                       "topology=FILE, write_chunk, push_min, "
-                                      "gather_way=kernel|kernel-mapped|batch|memcpy");
+                                      "gather_way=kernel|memcpy");
             return OPAL_ERR_BAD_PARAM;
         }
     }

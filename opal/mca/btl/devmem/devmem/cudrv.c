@@ -54,24 +54,8 @@ typedef unsigned long long cu_deviceptr;
 #define CU_MEMHOSTALLOC_DEVICEMAP 2
 #define CU_JIT_ERROR_LOG_BUFFER 5
 #define CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
-#define CU_MEM_LOCATION_TYPE_DEVICE 1
-#define CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 1
-/* Piece arrays in mapped host memory, one per launch in flight (the mapped kernel way). */
+/* Piece arrays in mapped host memory, one per launch in flight. */
 #define MAPPED_SLOTS 16
-
-/* cuMemcpyBatchAsync's per-copy attributes (CUDA 12.8+). */
-struct cu_mem_location {
-    int type;
-    int id;
-};
-struct cu_memcpy_attributes {
-    int src_access_order;
-    struct cu_mem_location src_hint, dst_hint;
-    unsigned int flags;
-};
-_Static_assert(sizeof(struct cu_memcpy_attributes) == 24
-                   && offsetof(struct cu_memcpy_attributes, flags) == 20,
-               "CUmemcpyAttributes' layout");
 
 /* A piece array in pinned host memory the GPU reads over the bus; reusable once `done`,
  * recorded after the launch that reads it, has passed. */
@@ -91,14 +75,12 @@ struct cuda_dev {
     cu_module module;  /* the gather kernel */
     cu_function gather;
     cu_stream stream;
-    cu_deviceptr ops;  /* device copy of the piece array */
-    size_t ops_cap;    /* pieces it holds */
     cu_event spare[FENCES_KEPT]; /* passed fences, for the next ones */
     size_t nspare;
-    struct mapped_slot mapped[MAPPED_SLOTS]; /* the mapped kernel way's piece arrays */
+    struct mapped_slot mapped[MAPPED_SLOTS]; /* the kernel's piece arrays */
     size_t mapped_next;
-    cu_deviceptr *batch_ptrs; /* the batch way's dsts then srcs, and sizes */
-    size_t *batch_sizes, batch_cap;
+    /* why this device's gathers copy piece by piece, when the kernel cannot run here */
+    char kernel_off[DEVMEM_ERR_MSG_MAX];
 };
 
 static struct {
@@ -119,7 +101,6 @@ static struct {
     cu_result (*mem_alloc)(cu_deviceptr *, size_t);
     cu_result (*mem_free)(cu_deviceptr);
     cu_result (*memcpy_async)(cu_deviceptr, cu_deviceptr, size_t, cu_stream);
-    cu_result (*memcpy_htod_async)(cu_deviceptr, const void *, size_t, cu_stream);
     cu_result (*memset_d8_async)(cu_deviceptr, unsigned char, size_t, cu_stream);
     cu_result (*stream_create)(cu_stream *, unsigned int);
     cu_result (*stream_sync)(cu_stream);
@@ -136,20 +117,12 @@ static struct {
     cu_result (*pointer_get_attributes)(unsigned int, int *, void **, cu_deviceptr);
     cu_result (*get_handle)(void *, cu_deviceptr, size_t, int, unsigned long long);
     cu_result (*get_error_string)(cu_result, const char **);
-    /* optional: the other ways to gather, and the persistent gather */
+    /* optional: the compiler's log, and the mapped piece arrays (without them a gather
+     * copies piece by piece) */
     cu_result (*module_load_data_ex)(cu_module *, const void *, unsigned int, int *, void **);
     cu_result (*mem_host_alloc)(void **, size_t, unsigned int);
     cu_result (*mem_free_host)(void *);
     cu_result (*mem_host_get_device_pointer)(cu_deviceptr *, void *, unsigned int);
-    cu_result (*stream_query)(cu_stream);
-    cu_result (*stream_destroy)(cu_stream);
-    cu_result (*module_unload)(cu_module);
-    /* CUDA 13 (_v2) and 12.8 (one more argument, failIdx, before the stream) */
-    cu_result (*memcpy_batch_v2)(cu_deviceptr *, cu_deviceptr *, size_t *, size_t,
-                                 struct cu_memcpy_attributes *, size_t *, size_t, cu_stream);
-    cu_result (*memcpy_batch_v1)(cu_deviceptr *, cu_deviceptr *, size_t *, size_t,
-                                 struct cu_memcpy_attributes *, size_t *, size_t, size_t *,
-                                 cu_stream);
     struct cuda_dev dev[DEVMEM_CUDA_MAX_DEVICES];
 } cuda;
 
@@ -195,7 +168,6 @@ static int cuda_syms(void)
         SYM(mem_alloc, "cuMemAlloc_v2"),
         SYM(mem_free, "cuMemFree_v2"),
         SYM(memcpy_async, "cuMemcpyAsync"),
-        SYM(memcpy_htod_async, "cuMemcpyHtoDAsync_v2"),
         SYM(memset_d8_async, "cuMemsetD8Async"),
         SYM(stream_create, "cuStreamCreate"),
         SYM(stream_sync, "cuStreamSynchronize"),
@@ -217,11 +189,6 @@ static int cuda_syms(void)
         OPT(mem_host_alloc, "cuMemHostAlloc"),
         OPT(mem_free_host, "cuMemFreeHost"),
         OPT(mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2"),
-        OPT(stream_query, "cuStreamQuery"),
-        OPT(stream_destroy, "cuStreamDestroy_v2"),
-        OPT(module_unload, "cuModuleUnload"),
-        OPT(memcpy_batch_v2, "cuMemcpyBatchAsync_v2"),
-        OPT(memcpy_batch_v1, "cuMemcpyBatchAsync"),
 #undef OPT
 #undef SYM
     };
@@ -586,9 +553,9 @@ int devmem_cuda_copy(int ordinal, void *dst, const void *src, size_t len,
     return devmem_cuda_copy_batch(ordinal, &op, 1, 0, err);
 }
 
-/* A device's stream, its piece array and its spare fences are shared by every thread that
- * gathers (the progress thread and the receiving threads): a gather's piece upload and its
- * launch go into the stream together, and the array grows, under this lock. */
+/* A device's stream, its piece arrays and its spare fences are shared by every thread that
+ * gathers (the progress thread and the receiving threads): a gather's piece array is taken
+ * and its launch goes into the stream, and the kernel is loaded, under this lock. */
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err);
@@ -623,8 +590,6 @@ static int gather_way = DEVMEM_CUDA_WAY_DEFAULT;
 
 static const char *const way_names[DEVMEM_CUDA_WAYS] = {
     [DEVMEM_CUDA_WAY_KERNEL] = "kernel",
-    [DEVMEM_CUDA_WAY_KERNEL_MAPPED] = "kernel-mapped",
-    [DEVMEM_CUDA_WAY_BATCH] = "batch",
     [DEVMEM_CUDA_WAY_MEMCPY] = "memcpy",
 };
 
@@ -653,30 +618,8 @@ int devmem_cuda_set_way(int way, struct devmem_err *err)
     if (way < 0 || way >= DEVMEM_CUDA_WAYS) {
         return devmem_err_set(err, EINVAL, "cuda: no gather way %d", way);
     }
-    if (DEVMEM_CUDA_WAY_KERNEL_MAPPED == way
-        && (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer)) {
-        return devmem_err_set(err, EOPNOTSUPP, "cuda: the driver lacks cuMemHostAlloc or "
-                              "cuMemHostGetDevicePointer: no gather from mapped host memory");
-    }
-    if (DEVMEM_CUDA_WAY_BATCH == way && NULL == cuda.memcpy_batch_v2
-        && NULL == cuda.memcpy_batch_v1) {
-        return devmem_err_set(err, EOPNOTSUPP, "cuda: the driver lacks cuMemcpyBatchAsync "
-                              "(CUDA 12.8 or later)");
-    }
     __atomic_store_n(&gather_way, way, __ATOMIC_RELAXED);
     return 0;
-}
-
-int devmem_cuda_get_way(void)
-{
-    int way = __atomic_load_n(&gather_way, __ATOMIC_RELAXED);
-
-    /* the default on a driver without mapped host memory: the upload */
-    if (DEVMEM_CUDA_WAY_KERNEL_MAPPED == way
-        && (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer)) {
-        way = DEVMEM_CUDA_WAY_KERNEL;
-    }
-    return way;
 }
 
 /* Load a PTX module; what the driver's compiler said goes into err when it refuses. */
@@ -703,13 +646,27 @@ static int load_module(cu_module *module, cu_function *fn, const char *ptx, cons
     return 0;
 }
 
-/* The stream, and for dev_to_dev what the current way needs for n pieces, of device d. */
+/* From now on device d's gathers copy piece by piece, because of why. */
+static void kernel_off(struct cuda_dev *d, const char *why)
+{
+    snprintf(d->kernel_off, sizeof(d->kernel_off), "%s", why);
+}
+
+/* Do d's multi-piece device-to-device gathers launch the kernel? */
+static bool kernel_way(const struct cuda_dev *d)
+{
+    return DEVMEM_CUDA_WAY_KERNEL == __atomic_load_n(&gather_way, __ATOMIC_RELAXED)
+           && '\0' == d->kernel_off[0];
+}
+
+/* The stream of device `ordinal`, and the kernel when a device-to-device gather of n pieces
+ * will launch it. A kernel that cannot be had here (no PTX compiler in the driver, the JIT
+ * switched off, no mapped host memory) is no error: the device copies piece by piece. */
 static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
 {
     struct cuda_dev *d = &cuda.dev[ordinal];
-    int way = devmem_cuda_get_way();
+    struct devmem_err load;
     cu_result res;
-    int rc;
 
     if (NULL == d->stream) {
         res = cuda.stream_create(&d->stream, CU_STREAM_NON_BLOCKING);
@@ -718,63 +675,31 @@ static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err
             return devmem_err_set(err, EIO, "cuda: cuStreamCreate: %s", cu_str(res));
         }
     }
-    if (!dev_to_dev || n < 2 || DEVMEM_CUDA_WAY_MEMCPY == way) {
+    if (!dev_to_dev || n < 2 || !kernel_way(d) || NULL != d->gather) {
         return 0;
     }
-    if (DEVMEM_CUDA_WAY_BATCH == way) {
-        if (d->batch_cap < n) {
-            size_t cap = n < 256 ? 256 : n;
-            cu_deviceptr *ptrs = realloc(d->batch_ptrs, 2 * cap * sizeof(*ptrs));
-            size_t *sizes = NULL;
-
-            if (NULL != ptrs) {
-                d->batch_ptrs = ptrs;
-                sizes = realloc(d->batch_sizes, cap * sizeof(*sizes));
-            }
-            if (NULL == sizes) {
-                return devmem_err_set(err, ENOMEM, "cuda: room for %zu batched copies", n);
-            }
-            d->batch_sizes = sizes;
-            d->batch_cap = cap;
-        }
-        return 0;
-    }
-    if (NULL == d->gather
-        && 0 != (rc = load_module(&d->module, &d->gather, devmem_gather_ptx, "devmem_gather",
-                                  err))) {
-        return rc;
-    }
-    if (DEVMEM_CUDA_WAY_KERNEL == way && d->ops_cap < n) {
-        size_t cap = d->ops_cap ? d->ops_cap : 256;
-
-        while (cap < n) {
-            cap *= 2;
-        }
-        if (0 != d->ops) {
-            /* gathers still queued read the old array */
-            (void) cuda.stream_sync(d->stream);
-            (void) cuda.mem_free(d->ops);
-            d->ops = 0;
-            d->ops_cap = 0;
-        }
-        res = cuda.mem_alloc(&d->ops, cap * 3 * sizeof(uint64_t));
-        if (CU_SUCCESS != res) {
-            d->ops = 0;
-            return devmem_err_set(err, ENOMEM, "cuda: room for %zu gather pieces: %s", cap,
-                                  cu_str(res));
-        }
-        d->ops_cap = cap;
+    if (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer
+        || NULL == cuda.mem_free_host) {
+        kernel_off(d, "cuda: the driver lacks cuMemHostAlloc or cuMemHostGetDevicePointer "
+                      "(no mapped piece array)");
+    } else if (0 != load_module(&d->module, &d->gather, devmem_gather_ptx, "devmem_gather",
+                                &load)) {
+        kernel_off(d, load.msg);
     }
     return 0;
 }
 
 /* The next mapped piece array, with room for n pieces, once the launch that last read it
- * is over (MAPPED_SLOTS launches ago: normally long since). */
-static cu_result mapped_slot(struct cuda_dev *d, size_t n, struct mapped_slot **slot)
+ * is over (MAPPED_SLOTS launches ago: normally long since). *grown_res: the driver's answer
+ * when no room could be had (the launch can still go piece by piece), else CU_SUCCESS. */
+static cu_result mapped_slot(struct cuda_dev *d, size_t n, struct mapped_slot **slot,
+                             cu_result *grown_res)
 {
     struct mapped_slot *m = &d->mapped[d->mapped_next];
     cu_result res = CU_SUCCESS;
 
+    *slot = NULL;
+    *grown_res = CU_SUCCESS;
     if (NULL != m->done) {
         res = cuda.event_sync(m->done);
     } else {
@@ -783,9 +708,13 @@ static cu_result mapped_slot(struct cuda_dev *d, size_t n, struct mapped_slot **
             m->done = NULL;
         }
     }
-    if (CU_SUCCESS == res && m->cap < n) {
+    if (CU_SUCCESS != res) {
+        return res;
+    }
+    if (m->cap < n) {
         size_t cap = m->cap ? m->cap : 256;
         void *host = NULL;
+        cu_result g;
 
         while (cap < n) {
             cap *= 2;
@@ -795,100 +724,77 @@ static cu_result mapped_slot(struct cuda_dev *d, size_t n, struct mapped_slot **
             m->host = NULL;
             m->cap = 0;
         }
-        res = cuda.mem_host_alloc(&host, cap * sizeof(*m->host),
-                                  CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-        if (CU_SUCCESS == res) {
-            res = cuda.mem_host_get_device_pointer(&m->dev, host, 0);
-            if (CU_SUCCESS != res) {
-                (void) cuda.mem_free_host(host);
-            } else {
-                m->host = host;
-                m->cap = cap;
-            }
+        g = cuda.mem_host_alloc(&host, cap * sizeof(*m->host),
+                                CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+        if (CU_SUCCESS == g && CU_SUCCESS != (g = cuda.mem_host_get_device_pointer(&m->dev,
+                                                                                  host, 0))) {
+            (void) cuda.mem_free_host(host);
         }
+        if (CU_SUCCESS != g) {
+            *grown_res = g;
+            return CU_SUCCESS;
+        }
+        m->host = host;
+        m->cap = cap;
     }
-    if (CU_SUCCESS == res) {
-        d->mapped_next = (d->mapped_next + 1) % MAPPED_SLOTS;
-        *slot = m;
-    }
-    return res;
+    d->mapped_next = (d->mapped_next + 1) % MAPPED_SLOTS;
+    *slot = m;
+    return CU_SUCCESS;
 }
 
-/* One launch of the gather kernel over n pieces (more than one, all device memory). */
-static cu_result enqueue_kernel(struct cuda_dev *d, int way, const struct devmem_copy *ops,
-                                size_t n, const char **what)
+/* One launch of the gather kernel over n pieces (more than one, all device memory), the
+ * piece array written to pinned host memory that the kernel reads across the bus: no
+ * upload, no staging copy. *launched false: no room for the array, nothing enqueued. */
+static cu_result enqueue_kernel(struct cuda_dev *d, const struct devmem_copy *ops, size_t n,
+                                bool *launched, const char **what)
 {
     /* the piece array has the kernel's layout already: {dst, src, len} as 3 x u64 */
     _Static_assert(sizeof(struct devmem_copy) == 3 * sizeof(uint64_t),
                    "struct devmem_copy is the kernel's piece layout");
     unsigned int count = (unsigned int) n;
-    struct mapped_slot *m = NULL;
-    cu_deviceptr array = d->ops;
+    struct mapped_slot *m;
+    cu_deviceptr array;
     void *params[] = {&array, &count};
-    cu_result res;
+    cu_result res, grown;
 
-    if (DEVMEM_CUDA_WAY_KERNEL_MAPPED == way) {
-        /* written here, read by the kernel across the bus: no upload, no staging copy */
-        *what = "mapped piece array";
-        if (CU_SUCCESS != (res = mapped_slot(d, n, &m))) {
-            return res;
-        }
-        memcpy(m->host, ops, n * sizeof(*ops));
-        array = m->dev;
-    } else {
-        /* the device array is shared by every launch: the stream orders this copy after
-         * the kernels that still read it */
-        *what = "cuMemcpyHtoDAsync";
-        res = cuda.memcpy_htod_async(d->ops, ops, n * sizeof(*ops), d->stream);
-        if (CU_SUCCESS != res) {
-            return res;
-        }
+    *launched = false;
+    *what = "mapped piece array";
+    if (CU_SUCCESS != (res = mapped_slot(d, n, &m, &grown))) {
+        return res;
     }
+    if (NULL == m) {
+        char why[DEVMEM_ERR_MSG_MAX];
+
+        snprintf(why, sizeof(why), "cuda: mapped host memory for %zu gather pieces: %s", n,
+                 cu_str(grown));
+        kernel_off(d, why);
+        return CU_SUCCESS;
+    }
+    memcpy(m->host, ops, n * sizeof(*ops));
+    array = m->dev;
+    *launched = true;
     *what = "cuLaunchKernel";
     res = cuda.launch_kernel(d->gather, count, 1, 1, GATHER_THREADS, 1, 1, 0, d->stream,
                              params, NULL);
-    if (CU_SUCCESS == res && NULL != m) {
+    if (CU_SUCCESS == res) {
         *what = "cuEventRecord";
         res = cuda.event_record(m->done, d->stream);
     }
     return res;
 }
 
-/* One cuMemcpyBatchAsync over n pieces; the arrays it reads are consumed by the call. */
-static cu_result enqueue_batch(struct cuda_dev *d, int ordinal, const struct devmem_copy *ops,
-                               size_t n, const char **what)
-{
-    struct cu_memcpy_attributes attr = {
-        .src_access_order = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
-        .src_hint = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
-        .dst_hint = {CU_MEM_LOCATION_TYPE_DEVICE, ordinal},
-    };
-    cu_deviceptr *dsts = d->batch_ptrs, *srcs = d->batch_ptrs + d->batch_cap;
-    size_t first = 0, fail_idx = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        dsts[i] = (cu_deviceptr) (uintptr_t) ops[i].dst;
-        srcs[i] = (cu_deviceptr) (uintptr_t) ops[i].src;
-        d->batch_sizes[i] = ops[i].len;
-    }
-    *what = "cuMemcpyBatchAsync";
-    if (NULL != cuda.memcpy_batch_v2) {
-        return cuda.memcpy_batch_v2(dsts, srcs, d->batch_sizes, n, &attr, &first, 1, d->stream);
-    }
-    return cuda.memcpy_batch_v1(dsts, srcs, d->batch_sizes, n, &attr, &first, 1, &fail_idx,
-                                d->stream);
-}
-
 /* Enqueue the pieces on d's stream (context entered, gather_ready done). */
-static cu_result enqueue(struct cuda_dev *d, int ordinal, const struct devmem_copy *ops,
-                         size_t n, int dev_to_dev, const char **what)
+static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size_t n,
+                         int dev_to_dev, const char **what)
 {
-    int way = devmem_cuda_get_way();
     cu_result res = CU_SUCCESS;
+    bool launched = false;
 
-    if (dev_to_dev && n > 1 && DEVMEM_CUDA_WAY_MEMCPY != way) {
-        return DEVMEM_CUDA_WAY_BATCH == way ? enqueue_batch(d, ordinal, ops, n, what)
-                                            : enqueue_kernel(d, way, ops, n, what);
+    if (dev_to_dev && n > 1 && kernel_way(d)) {
+        res = enqueue_kernel(d, ops, n, &launched, what);
+        if (launched || CU_SUCCESS != res) {
+            return res;
+        }
     }
     *what = "cuMemcpyAsync";
     for (size_t i = 0; i < n && CU_SUCCESS == res; i++) {
@@ -924,12 +830,49 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
         (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
-    res = enqueue(&cuda.dev[ordinal], ordinal, ops, n, dev_to_dev, &what);
+    res = enqueue(&cuda.dev[ordinal], ops, n, dev_to_dev, &what);
     if (CU_SUCCESS != res) {
         /* what was queued before the failure may still read the pieces */
         (void) cuda.stream_sync(cuda.dev[ordinal].stream);
         rc = devmem_err_set(err, EIO, "cuda: gather of %zu pieces: %s: %s", n, what,
                             cu_str(res));
+    }
+    ctx_leave();
+    (void) pthread_mutex_unlock(&stream_lock);
+    return rc;
+}
+
+int devmem_cuda_gather_prepare(int ordinal, struct devmem_err *err)
+{
+    struct cuda_dev *d;
+    struct mapped_slot *m = NULL;
+    const char *what = "";
+    cu_result res = CU_SUCCESS, grown = CU_SUCCESS;
+    int rc;
+
+    (void) pthread_mutex_lock(&stream_lock);
+    if (0 != (rc = stream_enter(ordinal, 2, 1, err))) {
+        (void) pthread_mutex_unlock(&stream_lock);
+        return rc;
+    }
+    d = &cuda.dev[ordinal];
+    if (kernel_way(d)) {
+        /* the first piece array now: a driver that maps no host memory says so here */
+        what = "a mapped piece array";
+        if (CU_SUCCESS == (res = mapped_slot(d, 1, &m, &grown)) && NULL == m) {
+            char why[DEVMEM_ERR_MSG_MAX];
+
+            snprintf(why, sizeof(why), "cuda: mapped host memory for gather pieces: %s",
+                     cu_str(grown));
+            kernel_off(d, why);
+        }
+    }
+    if (CU_SUCCESS != res) {
+        rc = devmem_err_set(err, EIO, "cuda: %s: %s", what, cu_str(res));
+    } else if (!kernel_way(d)) {
+        rc = devmem_err_set(err, EOPNOTSUPP, "%s", '\0' != d->kernel_off[0]
+                                                       ? d->kernel_off
+                                                       : "cuda: gather way memcpy chosen");
     }
     ctx_leave();
     (void) pthread_mutex_unlock(&stream_lock);
@@ -1029,220 +972,5 @@ int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err
                            : devmem_err_set(err, EIO, "cuda: the gather before a fence "
                                             "failed: %s", cu_str(res));
     ctx_leave();
-    return rc;
-}
-
-/* ---------------------------------------------------------------- the persistent gather */
-
-#define RING_THREADS 1024
-
-struct devmem_cuda_ring {
-    int ordinal;
-    cu_stream stream;
-    cu_module module;
-    cu_function fn;
-    struct devmem_copy *entries; /* mapped host memory, mask + 1 of them */
-    uint64_t *ctl;               /* mapped host memory: posted, done, stop */
-    cu_deviceptr entries_dev, ctl_dev;
-    uint64_t mask;
-    uint64_t posted;
-    int running;
-};
-
-static void ring_free(struct devmem_cuda_ring *r)
-{
-    if (NULL != r->entries) {
-        (void) cuda.mem_free_host(r->entries);
-    }
-    if (NULL != r->ctl) {
-        (void) cuda.mem_free_host(r->ctl);
-    }
-    if (NULL != r->stream && NULL != cuda.stream_destroy) {
-        (void) cuda.stream_destroy(r->stream);
-    }
-    if (NULL != r->module && NULL != cuda.module_unload) {
-        (void) cuda.module_unload(r->module);
-    }
-    free(r);
-}
-
-static cu_result mapped_alloc(size_t bytes, void **host, cu_deviceptr *dev)
-{
-    cu_result res = cuda.mem_host_alloc(host, bytes,
-                                        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
-
-    if (CU_SUCCESS == res) {
-        memset(*host, 0, bytes);
-        res = cuda.mem_host_get_device_pointer(dev, *host, 0);
-    }
-    return res;
-}
-
-int devmem_cuda_ring_start(int ordinal, size_t entries, struct devmem_cuda_ring **ring,
-                           struct devmem_err *err)
-{
-    struct devmem_cuda_ring *r;
-    cu_result res;
-    const char *what = "cuMemHostAlloc";
-    int rc;
-
-    *ring = NULL;
-    if (0 != (rc = devmem_cuda_load(err))) {
-        return rc;
-    }
-    if (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer
-        || NULL == cuda.stream_query || NULL == cuda.mem_free_host) {
-        return devmem_err_set(err, EOPNOTSUPP, "cuda: the driver lacks mapped host memory "
-                              "or cuStreamQuery: no persistent gather");
-    }
-    if (entries < 2 || 0 != (entries & (entries - 1))) {
-        return devmem_err_set(err, EINVAL, "cuda: a gather ring of %zu entries (a power of "
-                              "two, 2 or more)", entries);
-    }
-    if (NULL == (r = calloc(1, sizeof(*r)))) {
-        return devmem_err_set(err, ENOMEM, "cuda: out of memory for a gather ring");
-    }
-    r->ordinal = ordinal;
-    r->mask = entries - 1;
-    if (0 != (rc = ctx_enter(ordinal, err))) {
-        free(r);
-        return rc;
-    }
-    rc = load_module(&r->module, &r->fn, devmem_gather_ring_ptx, "devmem_gather_ring", err);
-    if (0 == rc) {
-        res = mapped_alloc(entries * sizeof(*r->entries), (void **) &r->entries,
-                           &r->entries_dev);
-        if (CU_SUCCESS == res) {
-            res = mapped_alloc(64, (void **) &r->ctl, &r->ctl_dev);
-        }
-        if (CU_SUCCESS == res) {
-            what = "cuStreamCreate";
-            res = cuda.stream_create(&r->stream, CU_STREAM_NON_BLOCKING);
-        }
-        if (CU_SUCCESS == res) {
-            void *params[] = {&r->entries_dev, &r->ctl_dev, &r->mask};
-
-            what = "cuLaunchKernel";
-            res = cuda.launch_kernel(r->fn, 1, 1, 1, RING_THREADS, 1, 1, 0, r->stream, params,
-                                     NULL);
-        }
-        if (CU_SUCCESS != res) {
-            rc = devmem_err_set(err, EIO, "cuda: starting the persistent gather: %s: %s", what,
-                                cu_str(res));
-        }
-    }
-    ctx_leave();
-    if (0 != rc) {
-        ring_free(r);
-        return rc;
-    }
-    r->running = 1;
-    *ring = r;
-    return 0;
-}
-
-/* Is the ring's kernel still there? 0 yes, -EIO with the reason when it ended or failed
- * (it ends only when stopped, so either way the pieces posted will not all be done). */
-static int ring_alive(struct devmem_cuda_ring *r, struct devmem_err *err)
-{
-    cu_result res;
-
-    if (0 != ctx_enter(r->ordinal, err)) {
-        return -EIO;
-    }
-    res = cuda.stream_query(r->stream);
-    ctx_leave();
-    if (CU_ERROR_NOT_READY == res) {
-        return 0;
-    }
-    r->running = 0;
-    return devmem_err_set(err, EIO, "cuda: the persistent gather ended: %s",
-                          CU_SUCCESS == res ? "returned before it was stopped" : cu_str(res));
-}
-
-int devmem_cuda_ring_test(struct devmem_cuda_ring *r, uint64_t ticket, struct devmem_err *err)
-{
-    if (__atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) >= ticket) {
-        return 1;
-    }
-    return r->running ? ring_alive(r, err) : devmem_err_set(err, EIO, "cuda: the persistent "
-                                                            "gather is not running");
-}
-
-int devmem_cuda_ring_wait(struct devmem_cuda_ring *r, uint64_t ticket, struct devmem_err *err)
-{
-    for (unsigned long spins = 1;; spins++) {
-        if (__atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) >= ticket) {
-            return 0;
-        }
-        /* ask the driver now and then whether the kernel is still there */
-        if (0 == spins % 4096) {
-            int rc = r->running ? ring_alive(r, err)
-                                : devmem_err_set(err, EIO, "cuda: the persistent gather is "
-                                                 "not running");
-
-            if (0 != rc) {
-                return rc;
-            }
-        }
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-}
-
-int devmem_cuda_ring_post(struct devmem_cuda_ring *r, const struct devmem_copy *ops, size_t n,
-                          uint64_t *ticket, struct devmem_err *err)
-{
-    size_t room = (size_t) r->mask + 1;
-    int rc;
-
-    if (n > room) {
-        return devmem_err_set(err, EINVAL, "cuda: %zu pieces for a gather ring of %zu", n,
-                              room);
-    }
-    /* room for them: the kernel is done with the entries they overwrite */
-    if (r->posted + n - __atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) > room
-        && 0 != (rc = devmem_cuda_ring_wait(r, r->posted + n - room, err))) {
-        return rc;
-    }
-    for (size_t i = 0; i < n; i++) {
-        r->entries[(r->posted + i) & r->mask] = ops[i];
-    }
-    r->posted += n;
-    /* the entries before the count: the kernel reads the count with an acquire */
-    __atomic_store_n(&r->ctl[0], r->posted, __ATOMIC_RELEASE);
-    *ticket = r->posted;
-    return 0;
-}
-
-int devmem_cuda_ring_stop(struct devmem_cuda_ring *r, struct devmem_err *err)
-{
-    cu_result res = CU_SUCCESS;
-    int rc = 0;
-
-    if (NULL == r) {
-        return 0;
-    }
-    __atomic_store_n(&r->ctl[2], 1, __ATOMIC_RELEASE);
-    if (0 == (rc = ctx_enter(r->ordinal, err))) {
-        res = cuda.stream_sync(r->stream);
-        ctx_leave();
-        if (CU_SUCCESS != res) {
-            rc = devmem_err_set(err, EIO, "cuda: the persistent gather failed: %s",
-                                cu_str(res));
-        }
-    }
-    if (0 == rc && __atomic_load_n(&r->ctl[1], __ATOMIC_ACQUIRE) != r->posted) {
-        rc = devmem_err_set(err, EIO, "cuda: the persistent gather stopped with %llu of %llu "
-                            "pieces done", (unsigned long long) r->ctl[1],
-                            (unsigned long long) r->posted);
-    }
-    if (0 == ctx_enter(r->ordinal, NULL)) {
-        ring_free(r);
-        ctx_leave();
-    } else {
-        free(r);
-    }
     return rc;
 }

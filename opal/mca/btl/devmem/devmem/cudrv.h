@@ -6,7 +6,7 @@
  * What the devmem layer needs from it: device memory for RX pools and its dmabuf export,
  * whether an application pointer is device memory (and which allocation it belongs to),
  * copies in any direction, and the gather of many pool fragments into one destination with
- * a small kernel (PTX in cudrv.c, JIT-compiled by the driver on first use).
+ * a small kernel (PTX in cudrv_ptx.c, JIT-compiled by the driver on first use).
  *
  * Every call that touches a context pushes the device's primary context and pops it after,
  * so the caller's current context is left as it was. Not thread-safe: one caller at a time.
@@ -76,7 +76,7 @@ struct devmem_copy {
 };
 
 /* Run n copies on device `ordinal` and wait for all of them. dev_to_dev: every src and dst
- * is device memory, and one kernel launch moves them all; otherwise each is an async copy on
+ * is device memory, and one kernel launch moves them all (devmem_cuda_way); otherwise each is an async copy on
  * our stream (any direction) and one synchronisation ends the batch. */
 int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
                            int dev_to_dev, struct devmem_err *err);
@@ -99,45 +99,27 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err);
 int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err *err);
 
 /* How a device-to-device gather of more than one piece is launched (one piece is always a
- * cuMemcpyAsync). Process-wide, for the benchmark and the tests that compare them: set it
- * before gathering, not while another thread gathers. The default is the cheapest for the
- * thread that launches (bench/gather_bench on an H200, 2026-11-27: 5.7-7.0 us a 512 KiB
- * batch of packets against 6.5-7.8 uploaded, 526-624 for one cuMemcpyBatchAsync); a driver
- * without mapped host memory gets the upload instead. */
+ * cuMemcpyAsync). The kernel costs the launching thread least (bench/gather_bench, H200,
+ * 2026-11-27: 5.7-7.0 us a 512 KiB batch of packets; the ways measured and not kept are in
+ * doc/cost-model.md). A device where the kernel cannot run copies piece by piece instead:
+ * a driver without its PTX compiler (libnvidia-ptxjitcompiler absent from a container, the
+ * JIT switched off) or without mapped host memory for the piece array. Process-wide, for
+ * the tests and the benchmark: set it before gathering, not while another thread gathers. */
 enum devmem_cuda_way {
-    DEVMEM_CUDA_WAY_KERNEL,        /* the piece array uploaded, one kernel launch */
-    DEVMEM_CUDA_WAY_KERNEL_MAPPED, /* the piece array in pinned host memory the kernel reads
-                                    * across the bus: a launch, no upload (default) */
-    DEVMEM_CUDA_WAY_BATCH,         /* one cuMemcpyBatchAsync (CUDA 12.8+) */
-    DEVMEM_CUDA_WAY_MEMCPY,        /* a cuMemcpyAsync per piece */
+    DEVMEM_CUDA_WAY_KERNEL, /* one launch; the kernel reads the piece array from pinned host
+                             * memory mapped for the device (default) */
+    DEVMEM_CUDA_WAY_MEMCPY, /* a cuMemcpyAsync per piece */
     DEVMEM_CUDA_WAYS
 };
-#define DEVMEM_CUDA_WAY_DEFAULT DEVMEM_CUDA_WAY_KERNEL_MAPPED
-/* -EOPNOTSUPP with the reason when this driver lacks what the way needs. */
+#define DEVMEM_CUDA_WAY_DEFAULT DEVMEM_CUDA_WAY_KERNEL
 int devmem_cuda_set_way(int way, struct devmem_err *err);
-int devmem_cuda_get_way(void);
 const char *devmem_cuda_way_name(int way);
 int devmem_cuda_way_by_name(const char *name); /* -1: none of that name */
 
-/* The persistent gather: one block of a kernel that never ends, on an SM of its own, copies
- * the pieces posted to a ring in pinned host memory; no launch per gather, at the price of
- * an SM the application cannot use while the ring runs. One thread posts and tests. */
-struct devmem_cuda_ring;
-/* Start it on device `ordinal` with a ring of `entries` pieces (a power of two). */
-int devmem_cuda_ring_start(int ordinal, size_t entries, struct devmem_cuda_ring **ring,
-                           struct devmem_err *err);
-/* Post n pieces (n <= entries; waits while the ring is full); *ticket is done once they and
- * every piece posted before are in place. The pieces' src and dst as in copy_start. */
-int devmem_cuda_ring_post(struct devmem_cuda_ring *ring, const struct devmem_copy *ops,
-                          size_t n, uint64_t *ticket, struct devmem_err *err);
-/* 1 done, 0 not yet, -EIO when the kernel ended or failed. Never blocks. */
-int devmem_cuda_ring_test(struct devmem_cuda_ring *ring, uint64_t ticket,
-                          struct devmem_err *err);
-/* Spin until ticket is done: 0, or -EIO as test. */
-int devmem_cuda_ring_wait(struct devmem_cuda_ring *ring, uint64_t ticket,
-                          struct devmem_err *err);
-/* Finish every piece posted, end the kernel, free the ring; -EIO when pieces were lost. */
-int devmem_cuda_ring_stop(struct devmem_cuda_ring *ring, struct devmem_err *err);
+/* Make device `ordinal`'s gathers ready now rather than at the first one: 0 when its
+ * multi-piece device-to-device gathers launch the kernel; -EOPNOTSUPP with the reason when
+ * they copy piece by piece (still correct, slower); another -errno when the device fails. */
+int devmem_cuda_gather_prepare(int ordinal, struct devmem_err *err);
 
 /* Fill len bytes of device memory with byte value v (tests and benchmarks). */
 int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
