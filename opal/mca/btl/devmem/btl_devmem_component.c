@@ -31,6 +31,7 @@
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
+#include "btl_devmem_push.h"
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_rxthread.h"
@@ -499,6 +500,11 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         return NULL;
     }
     mca_btl_devmem_endpoint_set_hooks(&ep_hooks);
+    if (OPAL_SUCCESS != mca_btl_devmem_push_init()
+        || OPAL_SUCCESS != mca_btl_devmem_devflow_init()) {
+        opal_output(0, "btl:devmem: more per-peer states than the endpoint has slots for");
+        return NULL;
+    }
     mca_btl_devmem_rdma_set_lanes(&rdma_lanes);
     mca_btl_devmem_frag_set_txmem_release(mca_btl_devmem_txmem_put);
     mca_btl_devmem_nofile_init();

@@ -208,7 +208,8 @@ void mca_btl_devmem_devflow_rx_state(struct mca_btl_devmem_devflow *df,
 struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep,
                                                          unsigned int lane)
 {
-    struct mca_btl_devmem_devflows *set = ep->devflows;
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+    struct mca_btl_devmem_devflows *set = dp->devflows;
     struct mca_btl_devmem_devflow *df;
 
     if (lane >= MCA_BTL_DEVMEM_DEVFLOWS_MAX) {
@@ -219,7 +220,7 @@ struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint
             return NULL;
         }
         /* published whole: btl_get looks at it from other threads (devflow_get) */
-        __atomic_store_n(&ep->devflows, set, __ATOMIC_RELEASE);
+        __atomic_store_n(&dp->devflows, set, __ATOMIC_RELEASE);
     }
     if (NULL == (df = set->lane[lane]) && NULL != (df = calloc(1, sizeof(*df)))) {
         df->ep = ep;
@@ -416,7 +417,7 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
 
 void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
 {
-    struct mca_btl_devmem_devflows *set = ep->devflows;
+    struct mca_btl_devmem_devflows *set = mca_btl_devmem_devflow_peer(ep)->devflows;
 
     if (NULL == set) {
         return;
@@ -437,7 +438,30 @@ void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
         free(df);
     }
     free(set);
-    ep->devflows = NULL;
+    mca_btl_devmem_devflow_peer(ep)->devflows = NULL;
+}
+
+size_t mca_btl_devmem_devflow_peer_handle;
+
+static void peer_construct(void *state)
+{
+    struct mca_btl_devmem_devflow_peer *dp = state;
+
+    OBJ_CONSTRUCT(&dp->gets_parked, opal_list_t);
+}
+
+static void peer_destruct(void *state)
+{
+    struct mca_btl_devmem_devflow_peer *dp = state;
+
+    OBJ_DESTRUCT(&dp->gets_parked);
+}
+
+int mca_btl_devmem_devflow_init(void)
+{
+    return mca_btl_devmem_endpoint_state_register(&mca_btl_devmem_devflow_peer_handle,
+                                                  sizeof(struct mca_btl_devmem_devflow_peer),
+                                                  peer_construct, peer_destruct);
 }
 
 void mca_btl_devmem_devflow_fini(void)

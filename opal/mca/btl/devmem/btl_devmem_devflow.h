@@ -102,6 +102,9 @@ size_t mca_btl_devmem_devflow_pending(const mca_btl_devmem_endpoint_t *ep);
 /* Stop looking for idle lanes to retire (before the endpoints go). */
 void mca_btl_devmem_devflow_idle_stop(void);
 
+/* Register what the device flows keep of each peer with the endpoint (at init). */
+int mca_btl_devmem_devflow_init(void);
+
 /* Drop connections nobody claimed (component close). */
 void mca_btl_devmem_devflow_fini(void);
 

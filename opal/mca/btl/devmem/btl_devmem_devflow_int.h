@@ -138,6 +138,28 @@ struct mca_btl_devmem_devflows {
     unsigned int cursor; /* where the next search for the least loaded lane starts */
 };
 
+/* What the device flows keep of each peer, on its endpoint (mca_btl_devmem_endpoint_state):
+ * the lanes to and from it, NULL until used, and lanes on demand (btl_devmem_devflow_want.c)
+ * under the endpoint's lock. Asking side: whether we asked the peer for its lanes (enum
+ * mca_btl_devmem_lanes_ask), the gets waiting for them, and when a get last took them
+ * (seconds, mca_btl_devmem_devflow_clock); answering side: whether it asked us, and whether
+ * we said none come. */
+struct mca_btl_devmem_devflow_peer {
+    struct mca_btl_devmem_devflows *devflows;
+    uint8_t lanes_ask;
+    uint32_t lanes_used;
+    bool lanes_started;
+    bool lanes_none_said;
+    opal_list_t gets_parked;
+};
+extern size_t mca_btl_devmem_devflow_peer_handle;
+
+static inline struct mca_btl_devmem_devflow_peer *
+mca_btl_devmem_devflow_peer(const mca_btl_devmem_endpoint_t *ep)
+{
+    return mca_btl_devmem_endpoint_state(ep, mca_btl_devmem_devflow_peer_handle);
+}
+
 /* Lane `lane` of ep (< MCA_BTL_DEVMEM_DEVFLOWS_MAX), made on first use; NULL when out of
  * memory. */
 struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint_t *ep,
@@ -148,7 +170,8 @@ struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint
 static inline struct mca_btl_devmem_devflow *
 mca_btl_devmem_devflow_lane(const mca_btl_devmem_endpoint_t *ep, unsigned int lane)
 {
-    const struct mca_btl_devmem_devflows *set = __atomic_load_n(&ep->devflows, __ATOMIC_ACQUIRE);
+    const struct mca_btl_devmem_devflows *set =
+        __atomic_load_n(&mca_btl_devmem_devflow_peer(ep)->devflows, __ATOMIC_ACQUIRE);
 
     return NULL == set || lane >= MCA_BTL_DEVMEM_DEVFLOWS_MAX
                ? NULL
@@ -288,7 +311,7 @@ void mca_btl_devmem_devflow_parked_fail(mca_btl_devmem_endpoint_t *ep);
  * them to close those lanes (until devflow_idle_stop). */
 void mca_btl_devmem_devflow_idle_watch(void);
 
-/* Seconds on a monotonic clock, coarse: when lanes were last used (ep->lanes_used). */
+/* Seconds on a monotonic clock, coarse: when lanes were last used (lanes_used). */
 static inline uint32_t mca_btl_devmem_devflow_clock(void)
 {
     struct timespec ts;

@@ -111,7 +111,8 @@ bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
 bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
                                 mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe)
 {
-    struct mca_btl_devmem_devflows *set = __atomic_load_n(&ep->devflows, __ATOMIC_ACQUIRE);
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+    struct mca_btl_devmem_devflows *set = __atomic_load_n(&dp->devflows, __ATOMIC_ACQUIRE);
     struct mca_btl_devmem_hdr *more = mca_btl_devmem_frag_data(req);
     struct mca_btl_devmem_devflow *df;
     unsigned int open = 0, n;
@@ -126,7 +127,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     if (0 == open) {
         return false;
     }
-    ep->lanes_used = mca_btl_devmem_devflow_clock(); /* not idle: see devflow_want.c */
+    dp->lanes_used = mca_btl_devmem_devflow_clock(); /* not idle: see devflow_want.c */
     req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
     n = open > 1 && stripe->nchunks > 1 ? stripe->nchunks : 1;
     if (n <= 1) {

@@ -5,7 +5,7 @@
  * those few (doc/scale.md).
  *
  *   asking side    the first get that could take lanes (not a host destination kept on the
- *                  control connection) waits on ep->gets_parked, and a LANES WANT frame
+ *                  control connection) waits on the peer's gets_parked, and a LANES WANT frame
  *                  asks the peer to open its lanes to us. The gets are asked for once one
  *                  lane is adopted, or once none can come: the peer says NONE, or the lane
  *                  it named never arrived (the claim's timeout). Then, settled, gets go
@@ -28,7 +28,8 @@
  *                  close here too and may open again; the gets that waited meanwhile ask
  *                  with a new WANT.
  *
- * A failed endpoint fails its parked gets with the rest (btl_devmem_endpoint.c).
+ * A connection that fails or closes fails its parked gets (devflow_close, the endpoint's
+ * closing hook).
  */
 #include "opal_config.h"
 
@@ -55,17 +56,19 @@ static bool can_receive_lanes(const mca_btl_devmem_endpoint_t *ep)
 
 int mca_btl_devmem_devflow_park(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
 {
-    switch (ep->lanes_ask) {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+
+    switch (dp->lanes_ask) {
     case LANES_NOT_ASKED:
         if (!can_receive_lanes(ep)) {
             return 0; /* asked again by the next get: descriptors free up as lanes retire */
         }
-        ep->lanes_ask = LANES_ASKED;
-        opal_list_append(&ep->gets_parked, &get->base.super.super);
+        dp->lanes_ask = LANES_ASKED;
+        opal_list_append(&dp->gets_parked, &get->base.super.super);
         return MCA_BTL_DEVMEM_GET_PARKED_ASK;
     case LANES_ASKED:
     case LANES_RETIRING:
-        opal_list_append(&ep->gets_parked, &get->base.super.super);
+        opal_list_append(&dp->gets_parked, &get->base.super.super);
         return MCA_BTL_DEVMEM_GET_PARKED;
     default:
         return 0;
@@ -100,8 +103,10 @@ void mca_btl_devmem_devflow_ask(mca_btl_devmem_endpoint_t *ep)
  * the lock dropped: wherever they can go, none waits again. */
 static void take_parked_locked(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets)
 {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+
     OBJ_CONSTRUCT(gets, opal_list_t);
-    opal_list_join(gets, opal_list_get_end(gets), &ep->gets_parked);
+    opal_list_join(gets, opal_list_get_end(gets), &dp->gets_parked);
 }
 
 static void ask_parked(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets, const char *why)
@@ -114,16 +119,17 @@ static void ask_parked(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets, const c
 
 void mca_btl_devmem_devflow_settle(mca_btl_devmem_endpoint_t *ep, const char *why)
 {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
     opal_list_t gets;
 
     OPAL_THREAD_LOCK(&ep->lock);
     /* retiring: a lane the peer named before it saw RETIRE closes with the rest */
-    if (LANES_SETTLED == ep->lanes_ask || LANES_RETIRING == ep->lanes_ask) {
+    if (LANES_SETTLED == dp->lanes_ask || LANES_RETIRING == dp->lanes_ask) {
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
-    ep->lanes_ask = LANES_SETTLED;
-    ep->lanes_used = mca_btl_devmem_devflow_clock();
+    dp->lanes_ask = LANES_SETTLED;
+    dp->lanes_used = mca_btl_devmem_devflow_clock();
     take_parked_locked(ep, &gets);
     OPAL_THREAD_UNLOCK(&ep->lock);
     ask_parked(ep, &gets, why);
@@ -131,13 +137,14 @@ void mca_btl_devmem_devflow_settle(mca_btl_devmem_endpoint_t *ep, const char *wh
 
 void mca_btl_devmem_devflow_parked_fail(mca_btl_devmem_endpoint_t *ep)
 {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
     opal_list_t gets;
     opal_list_item_t *item;
 
     OBJ_CONSTRUCT(&gets, opal_list_t);
     OPAL_THREAD_LOCK(&ep->lock);
-    ep->lanes_ask = LANES_SETTLED;
-    opal_list_join(&gets, opal_list_get_end(&gets), &ep->gets_parked);
+    dp->lanes_ask = LANES_SETTLED;
+    opal_list_join(&gets, opal_list_get_end(&gets), &dp->gets_parked);
     OPAL_THREAD_UNLOCK(&ep->lock);
     while (NULL != (item = opal_list_remove_first(&gets))) {
         mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_ERR_UNREACH);
@@ -161,9 +168,11 @@ static bool lanes_live(const mca_btl_devmem_endpoint_t *ep)
 
 void mca_btl_devmem_devflow_gave_up(mca_btl_devmem_endpoint_t *ep)
 {
-    if (ep->lanes_started && !ep->lanes_none_said && !lanes_live(ep)
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+
+    if (dp->lanes_started && !dp->lanes_none_said && !lanes_live(ep)
         && MCA_BTL_DEVMEM_EP_CONNECTED == ep->state) {
-        ep->lanes_none_said = true;
+        dp->lanes_none_said = true;
         say(ep, MCA_BTL_DEVMEM_LANES_NONE);
     }
 }
@@ -177,10 +186,11 @@ static bool idle_ticking;
  * at least, none being claimed, no get took one for idle seconds, and no byte owed. */
 static bool lanes_idle(mca_btl_devmem_endpoint_t *ep, uint32_t now, uint32_t idle)
 {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
     bool open = false;
 
-    if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state || LANES_SETTLED != ep->lanes_ask
-        || !opal_list_is_empty(&ep->gets_parked) || now - ep->lanes_used < idle) {
+    if (MCA_BTL_DEVMEM_EP_CONNECTED != ep->state || LANES_SETTLED != dp->lanes_ask
+        || !opal_list_is_empty(&dp->gets_parked) || now - dp->lanes_used < idle) {
         return false;
     }
     for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {
@@ -226,7 +236,7 @@ static void idle_check(int fd, short flags, void *arg)
             }
             OPAL_THREAD_LOCK(&ep->lock);
             if (lanes_idle(ep, now, idle)) {
-                ep->lanes_ask = LANES_RETIRING;
+                mca_btl_devmem_devflow_peer(ep)->lanes_ask = LANES_RETIRING;
                 OBJ_RETAIN(ep);
                 retiring[n++] = ep;
             }
@@ -271,7 +281,9 @@ void mca_btl_devmem_devflow_idle_stop(void)
  * nothing may be queued to send; they close and may open with its next WANT. */
 static void retire(mca_btl_devmem_endpoint_t *ep)
 {
-    if (!ep->lanes_started) {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+
+    if (!dp->lanes_started) {
         mca_btl_devmem_endpoint_proto_error(ep, "device-flow lanes retired that were never "
                                             "asked for");
         return;
@@ -295,18 +307,19 @@ static void retire(mca_btl_devmem_endpoint_t *ep)
         df->tx_attempts = 0;
         mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_NONE, "may open again");
     }
-    ep->lanes_started = false;
-    ep->lanes_none_said = false;
+    dp->lanes_started = false;
+    dp->lanes_none_said = false;
     say(ep, MCA_BTL_DEVMEM_LANES_RETIRED);
 }
 
 /* Asking side: the peer closed its lanes toward us; close ours and ask again if gets wait. */
 static void retired(mca_btl_devmem_endpoint_t *ep)
 {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
     opal_list_t gets;
     bool ask, waiting;
 
-    if (LANES_RETIRING != ep->lanes_ask) { /* read alone: only this changes it now */
+    if (LANES_RETIRING != dp->lanes_ask) { /* read alone: only this changes it now */
         mca_btl_devmem_endpoint_proto_error(ep, "device-flow lanes said retired unasked");
         return;
     }
@@ -330,9 +343,9 @@ static void retired(mca_btl_devmem_endpoint_t *ep)
      * descriptor to spare the waiting gets take the control connection, and a later get
      * asks again */
     OPAL_THREAD_LOCK(&ep->lock);
-    waiting = !opal_list_is_empty(&ep->gets_parked);
+    waiting = !opal_list_is_empty(&dp->gets_parked);
     ask = waiting && can_receive_lanes(ep);
-    ep->lanes_ask = ask ? LANES_ASKED : LANES_NOT_ASKED;
+    dp->lanes_ask = ask ? LANES_ASKED : LANES_NOT_ASKED;
     if (waiting && !ask) {
         take_parked_locked(ep, &gets);
     }
@@ -349,9 +362,11 @@ static void retired(mca_btl_devmem_endpoint_t *ep)
 void mca_btl_devmem_devflow_lanes(mca_btl_devmem_endpoint_t *ep,
                                   const struct mca_btl_devmem_hdr *h)
 {
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+
     switch (h->id) {
     case MCA_BTL_DEVMEM_LANES_NONE:
-        if (LANES_NOT_ASKED == ep->lanes_ask) { /* read alone: only settle changes it now */
+        if (LANES_NOT_ASKED == dp->lanes_ask) { /* read alone: only settle changes it now */
             mca_btl_devmem_endpoint_proto_error(ep, "device-flow lanes refused unasked");
             return;
         }
@@ -366,14 +381,14 @@ void mca_btl_devmem_devflow_lanes(mca_btl_devmem_endpoint_t *ep,
     default:
         break;
     }
-    if (ep->lanes_started) {
+    if (dp->lanes_started) {
         mca_btl_devmem_endpoint_proto_error(ep, "device-flow lanes asked for twice");
         return;
     }
-    ep->lanes_started = true;
+    dp->lanes_started = true;
     /* a lane that gives up while the later ones are not made yet must not say NONE */
-    ep->lanes_none_said = true;
+    dp->lanes_none_said = true;
     mca_btl_devmem_devflow_start(ep);
-    ep->lanes_none_said = false;
+    dp->lanes_none_said = false;
     mca_btl_devmem_devflow_gave_up(ep); /* none started, or all gave up at once */
 }

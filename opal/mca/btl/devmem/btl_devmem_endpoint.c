@@ -20,7 +20,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -49,7 +51,6 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
-    OBJ_CONSTRUCT(&ep->gets_parked, opal_list_t);
     mca_btl_devmem_conn_init(ep);
     mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
     ep->rget = NULL;
@@ -57,13 +58,58 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->tx_corked = ep->tx_cork_queued = ep->tx_window = false;
     ep->fail_pending = false;
     ep->next_get_id = 1;
-    ep->lanes_ask = 0; /* not asked */
-    ep->lanes_used = 0;
-    ep->lanes_started = ep->lanes_none_said = false;
-    ep->push_out = NULL;
-    memset(&ep->push_in, 0, sizeof(ep->push_in));
     ep->reply_got = 0;
-    ep->devflows = NULL;
+    ep->above = NULL; /* mca_btl_devmem_endpoint_new */
+}
+
+/* The layers' per-peer state: a few registrations, laid end to end in one block. */
+#define STATE_SLOTS 4
+static struct {
+    size_t *handle;
+    size_t size;
+    mca_btl_devmem_state_fn construct, destruct;
+} states[STATE_SLOTS];
+static int nstates;
+static size_t above_size;
+
+int mca_btl_devmem_endpoint_state_register(size_t *handle, size_t size,
+                                           mca_btl_devmem_state_fn construct,
+                                           mca_btl_devmem_state_fn destruct)
+{
+    const size_t align = _Alignof(max_align_t);
+
+    for (int i = 0; i < nstates; i++) {
+        if (states[i].handle == handle) {
+            return OPAL_SUCCESS;
+        }
+    }
+    if (STATE_SLOTS == nstates) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    *handle = above_size;
+    states[nstates].handle = handle;
+    states[nstates].size = size;
+    states[nstates].construct = construct;
+    states[nstates].destruct = destruct;
+    nstates++;
+    above_size += (size + align - 1) / align * align;
+    return OPAL_SUCCESS;
+}
+
+mca_btl_devmem_endpoint_t *mca_btl_devmem_endpoint_new(void)
+{
+    mca_btl_devmem_endpoint_t *ep = OBJ_NEW(mca_btl_devmem_endpoint_t);
+
+    if (NULL != ep && NULL == (ep->above = calloc(1, above_size ? above_size : 1))) {
+        OBJ_RELEASE(ep);
+        return NULL;
+    }
+    for (int i = 0; NULL != ep && i < nstates; i++) {
+        if (NULL != states[i].construct) {
+            states[i].construct(mca_btl_devmem_endpoint_state(ep, *states[i].handle));
+        }
+    }
+    return ep;
 }
 
 struct mca_btl_devmem_endpoint_hooks mca_btl_devmem_endpoint_hooks;
@@ -81,7 +127,15 @@ int mca_btl_devmem_endpoint_live(void)
 
 static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
 {
-    mca_btl_devmem_endpoint_hooks.destructing(ep);
+    if (NULL != ep->above) { /* made whole by endpoint_new */
+        mca_btl_devmem_endpoint_hooks.destructing(ep);
+        for (int i = nstates - 1; i >= 0; i--) {
+            if (NULL != states[i].destruct) {
+                states[i].destruct(mca_btl_devmem_endpoint_state(ep, *states[i].handle));
+            }
+        }
+        free(ep->above);
+    }
     mca_btl_devmem_conn_fini(ep);
     if (ep->sd >= 0) {
         close(ep->sd);
@@ -90,7 +144,6 @@ static void ep_destruct(mca_btl_devmem_endpoint_t *ep)
     OBJ_DESTRUCT(&ep->lock);
     OBJ_DESTRUCT(&ep->send_queue);
     OBJ_DESTRUCT(&ep->pending_gets);
-    OBJ_DESTRUCT(&ep->gets_parked);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_endpoint_t, opal_list_item_t, ep_construct, ep_destruct);
@@ -296,7 +349,6 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     mca_btl_devmem_endpoint_pending_take_all(ep, &doomed);
-    opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->gets_parked);
     ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
 

@@ -11,7 +11,6 @@
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
-#include "btl_devmem_push.h"
 #include "btl_devmem_rxframe.h"
 #include "btl_devmem_watch.h"
 
@@ -34,8 +33,8 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_devmem_modex_addr remote; /* where we connect to */
     enum mca_btl_devmem_ep_state state;
     int sd;
-    opal_mutex_t lock;             /* state, send queue, pending gets, pushes (btl_devmem.h:
-                                    * Threads) */
+    opal_mutex_t lock;             /* state, send queue, pending gets, and what the layers
+                                    * above keep under it (btl_devmem.h: Threads) */
     opal_event_t timer;            /* the timeout of a waiting state (btl_devmem_conn.c) */
     bool timer_armed;
     unsigned int conn_attempts;    /* connects made since the peer last answered */
@@ -67,22 +66,8 @@ struct mca_btl_base_endpoint_t {
     opal_list_t pending_gets;
     uint64_t next_get_id;
 
-    /* pushes (btl_devmem_push.h), under lock: ours (armed or sent, until its registration
-     * ends) and what the peer pushed to us */
-    struct mca_btl_devmem_push_out *push_out;
-    struct mca_btl_devmem_push_in push_in;
-
-    /* device-flow lanes to and from this peer (btl_devmem_devflow.c), NULL until used */
-    struct mca_btl_devmem_devflows *devflows;
-    /* lanes on demand (btl_devmem_devflow_want.c), under lock. Asking side: whether we
-     * asked the peer for its lanes (enum mca_btl_devmem_lanes_ask), the gets waiting for
-     * them, and when a get last took them (seconds, mca_btl_devmem_devflow_clock);
-     * answering side: whether it asked us, and whether we said none come. */
-    uint8_t lanes_ask;
-    uint32_t lanes_used;
-    bool lanes_started;
-    bool lanes_none_said;
-    opal_list_t gets_parked;
+    /* the state of this peer that the layers above keep (mca_btl_devmem_endpoint_state) */
+    void *above;
     /* handshake reply accumulation (connector side) */
     struct mca_btl_devmem_hello reply;
     size_t reply_got;
@@ -184,6 +169,25 @@ struct mca_btl_devmem_endpoint_hooks {
     bool (*is_device)(const void *addr);
 };
 void mca_btl_devmem_endpoint_set_hooks(const struct mca_btl_devmem_endpoint_hooks *hooks);
+
+/* Per-peer state of the layers above (pushes, device flows): each registers its struct at
+ * init, before any endpoint exists, and finds it on every endpoint through the handle; the
+ * endpoint allocates it zeroed with itself, runs construct and destruct (either may be
+ * NULL) and never looks inside. Registering the same handle again (a second init) keeps
+ * the first. OPAL_SUCCESS, or OPAL_ERR_OUT_OF_RESOURCE past the few slots there are. */
+typedef void (*mca_btl_devmem_state_fn)(void *state);
+int mca_btl_devmem_endpoint_state_register(size_t *handle, size_t size,
+                                           mca_btl_devmem_state_fn construct,
+                                           mca_btl_devmem_state_fn destruct);
+
+static inline void *mca_btl_devmem_endpoint_state(const mca_btl_devmem_endpoint_t *ep,
+                                                  size_t handle)
+{
+    return (char *) ep->above + handle;
+}
+
+/* A new endpoint with the layers' state made, or NULL when out of memory. */
+mca_btl_devmem_endpoint_t *mca_btl_devmem_endpoint_new(void);
 
 /* For btl_devmem_conn.c: the hooks above. */
 extern struct mca_btl_devmem_endpoint_hooks mca_btl_devmem_endpoint_hooks;

@@ -117,7 +117,6 @@ static mca_btl_devmem_frag_t *take(opal_free_list_t *list, size_t capacity)
     frag->tx_off = frag->tx_queued = frag->tx_done = 0;
     frag->push_len = 0;
     frag->push_pending = frag->resp_done = false;
-    frag->push_out = NULL;
     frag->parent = NULL;
     frag->chunks_left = 0;
     frag->chunk_status = 0;

@@ -62,11 +62,10 @@ typedef struct mca_btl_devmem_frag_t {
     size_t tx_queued, tx_done;         /* ... bytes the kernel took, and has completed */
 
     /* pushes (btl_devmem_push.h): a GET's first push_len bytes come by push, the rest by
-     * GET_RESP; it completes when both are in place. A PUSH frame names its push. */
+     * GET_RESP; it completes when both are in place. */
     uint32_t push_len;
     bool push_pending;                 /* GET: the pushed bytes are not in place yet */
     bool resp_done;                    /* GET: the GET_RESP part is */
-    struct mca_btl_devmem_push_out *push_out;
 
     /* striped gets: a CHUNK names its get; the get counts its chunks not yet complete and
      * keeps the first failure among them */

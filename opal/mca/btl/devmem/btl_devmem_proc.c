@@ -154,7 +154,7 @@ int mca_btl_devmem_proc_endpoint(mca_btl_devmem_proc_t *peer, mca_btl_devmem_mod
             OPAL_THREAD_UNLOCK(&peer->lock);
             return OPAL_SUCCESS;
         }
-        ep = OBJ_NEW(mca_btl_devmem_endpoint_t);
+        ep = mca_btl_devmem_endpoint_new();
         if (NULL == ep) {
             OPAL_THREAD_UNLOCK(&peer->lock);
             return OPAL_ERR_OUT_OF_RESOURCE;

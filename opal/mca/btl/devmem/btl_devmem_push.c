@@ -28,6 +28,26 @@
  * connection, share an id. */
 static uint64_t next_push_id = 1;
 
+/* What the pushes keep of each peer, on its endpoint (mca_btl_devmem_endpoint_state), under
+ * the endpoint's lock: ours (armed or sent, until its registration ends) and what the peer
+ * pushed to us. Zeroed is empty. */
+struct push_peer {
+    struct mca_btl_devmem_push_out *out;
+    struct mca_btl_devmem_push_in in;
+};
+static size_t peer_handle;
+
+static struct push_peer *peer_of(const mca_btl_devmem_endpoint_t *ep)
+{
+    return mca_btl_devmem_endpoint_state(ep, peer_handle);
+}
+
+int mca_btl_devmem_push_init(void)
+{
+    return mca_btl_devmem_endpoint_state_register(&peer_handle, sizeof(struct push_peer), NULL,
+                                                  NULL);
+}
+
 /* Guards po->ep against the endpoint's end: a registration may outlive its endpoint (a
  * request left at finalize), and deregister_mem runs in any thread. Taken before ep->lock. */
 static pthread_mutex_t owner_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,7 +78,7 @@ mca_btl_devmem_push_arm(struct mca_btl_base_endpoint_t *ep,
      * gets of host memory may ask for lanes (an RX pool in host memory) and leave it
      * unclaimed */
     if (ep->fail_pending || MCA_BTL_DEVMEM_EP_FAILED == ep->state
-        || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state || NULL != ep->push_out
+        || MCA_BTL_DEVMEM_EP_SHUTDOWN == ep->state || NULL != peer_of(ep)->out
         || 0 != ep->remote.devflow_port) {
         OPAL_THREAD_UNLOCK(&ep->lock);
         free(po);
@@ -70,7 +90,7 @@ mca_btl_devmem_push_arm(struct mca_btl_base_endpoint_t *ep,
     po->base = handle->base;
     po->len = len;
     po->armed = true;
-    ep->push_out = po;
+    peer_of(ep)->out = po;
     handle->push_id = po->id;
     handle->push_len = len;
     OPAL_THREAD_UNLOCK(&ep->lock);
@@ -84,7 +104,7 @@ void mca_btl_devmem_push_release(struct mca_btl_devmem_push_out *po)
     (void) pthread_mutex_lock(&owner_lock);
     if (NULL != (ep = po->ep)) {
         OPAL_THREAD_LOCK(&ep->lock);
-        ep->push_out = NULL;
+        peer_of(ep)->out = NULL;
         if (NULL != po->data) {
             mca_btl_devmem_frag_t *data = po->data;
 
@@ -109,7 +129,6 @@ void mca_btl_devmem_push_release(struct mca_btl_devmem_push_out *po)
                                 OPAL_NAME_PRINT(ep->peer->name));
                 }
             }
-            data->push_out = NULL;
         }
         OPAL_THREAD_UNLOCK(&ep->lock);
     }
@@ -121,9 +140,9 @@ void mca_btl_devmem_push_forget(mca_btl_devmem_endpoint_t *ep)
 {
     (void) pthread_mutex_lock(&owner_lock);
     OPAL_THREAD_LOCK(&ep->lock);
-    if (NULL != ep->push_out) {
-        ep->push_out->ep = NULL;
-        ep->push_out = NULL;
+    if (NULL != peer_of(ep)->out) {
+        peer_of(ep)->out->ep = NULL;
+        peer_of(ep)->out = NULL;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     (void) pthread_mutex_unlock(&owner_lock);
@@ -132,7 +151,7 @@ void mca_btl_devmem_push_forget(mca_btl_devmem_endpoint_t *ep)
 mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(mca_btl_devmem_endpoint_t *ep,
                                                        mca_btl_devmem_frag_t *frag)
 {
-    struct mca_btl_devmem_push_out *po = ep->push_out;
+    struct mca_btl_devmem_push_out *po = peer_of(ep)->out;
     mca_btl_devmem_frag_t *data;
     const void *head = frag->segments[0].seg_addr.pval;
     size_t span = frag->segments[0].seg_len;
@@ -158,7 +177,6 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(mca_btl_devmem_endpoint_t
     data->hdr.type = MCA_BTL_DEVMEM_HDR_PUSH;
     data->hdr.id = po->id;
     data->hdr.addr = po->base;
-    data->push_out = po;
     po->data = data;
     frag->hdr.flags |= MCA_BTL_DEVMEM_FLAG_PUSH_NEXT;
     frag->hdr.id = po->id;
@@ -169,10 +187,12 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(mca_btl_devmem_endpoint_t
 void mca_btl_devmem_push_sent(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag,
                               int status)
 {
+    struct mca_btl_devmem_push_out *po;
+
     OPAL_THREAD_LOCK(&ep->lock);
-    if (NULL != frag->push_out) {
-        frag->push_out->data = NULL;
-        frag->push_out = NULL;
+    /* its push, unless the registration ended first (po gone, or a newer one) */
+    if (NULL != (po = peer_of(ep)->out) && po->data == frag) {
+        po->data = NULL;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (OPAL_SUCCESS == status) {
@@ -219,7 +239,7 @@ static void keep(struct mca_btl_devmem_push_in *in, struct mca_btl_devmem_push_s
 int mca_btl_devmem_push_rx_admit(mca_btl_devmem_endpoint_t *ep,
                                  const struct mca_btl_devmem_hdr *h, char *why, size_t whylen)
 {
-    struct mca_btl_devmem_push_in *in = &ep->push_in;
+    struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
     int rc = 0;
 
     /* most frames have nothing to do with pushes; next.id is only ever written here, by
@@ -260,7 +280,7 @@ int mca_btl_devmem_push_rx_admit(mca_btl_devmem_endpoint_t *ep,
 
 char *mca_btl_devmem_push_rx_dest(mca_btl_devmem_endpoint_t *ep)
 {
-    struct mca_btl_devmem_push_in *in = &ep->push_in;
+    struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
     char *dst;
 
     OPAL_THREAD_LOCK(&ep->lock);
@@ -279,7 +299,7 @@ char *mca_btl_devmem_push_rx_dest(mca_btl_devmem_endpoint_t *ep)
 
 mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep)
 {
-    struct mca_btl_devmem_push_in *in = &ep->push_in;
+    struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
     mca_btl_devmem_frag_t *get, *done = NULL;
 
     OPAL_THREAD_LOCK(&ep->lock);
@@ -318,7 +338,7 @@ uint32_t mca_btl_devmem_push_claim_locked(mca_btl_devmem_endpoint_t *ep,
                                           const struct mca_btl_base_registration_handle_t *remote,
                                           uint64_t remote_address, size_t size)
 {
-    struct mca_btl_devmem_push_in *in = &ep->push_in;
+    struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
     struct mca_btl_base_registration_handle_t h;
 
     if (NULL == remote || get->dst_dev) {
@@ -354,7 +374,7 @@ uint32_t mca_btl_devmem_push_claim_locked(mca_btl_devmem_endpoint_t *ep,
 
 void mca_btl_devmem_push_in_reset(mca_btl_devmem_endpoint_t *ep)
 {
-    struct mca_btl_devmem_push_in *in = &ep->push_in;
+    struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
 
     if (0 != in->cur.id) {
         mca_btl_devmem_component.stats.push_unclaimed += NULL == in->cur.get;

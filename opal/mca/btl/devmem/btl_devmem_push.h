@@ -52,7 +52,7 @@ struct mca_btl_base_registration_handle_t;
  * long as the round trip it hides). */
 #define MCA_BTL_DEVMEM_PUSH_MIN ((size_t) 512 * 1024)
 
-/* Sending side: one push, owned by its registration; the endpoint's push_out until the
+/* Sending side: one push, owned by its registration; its endpoint's until the
  * registration ends (one per endpoint at a time). */
 struct mca_btl_devmem_push_out {
     struct mca_btl_base_endpoint_t *ep;     /* NULL once the endpoint is gone */
@@ -80,6 +80,9 @@ struct mca_btl_devmem_push_in {
     struct mca_btl_devmem_push_slot cur;  /* its PUSH frame's payload is being read */
     struct mca_btl_devmem_push_slot kept[MCA_BTL_DEVMEM_PUSH_KEPT]; /* oldest first */
 };
+
+/* Register what the pushes keep of each peer with the endpoint (at init). */
+int mca_btl_devmem_push_init(void);
 
 /* ---- sending side */
 

@@ -15,6 +15,7 @@
 
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_progress.h"
+#include "btl_devmem_push.h"
 #include "btl_devmem_reg.h"
 
 /* What put and get fragments both carry: the local side and whom to tell. */

@@ -41,7 +41,7 @@ struct mca_btl_devmem_rdma_lanes {
                  mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe);
     void (*release)(struct mca_btl_devmem_stripe *stripe);
     /* under ep->lock, for a get that could take lanes: whether it waits for lanes asked
-     * of the peer (MCA_BTL_DEVMEM_GET_PARKED: on ep->gets_parked; ..._ASK: and the asking
+     * of the peer (MCA_BTL_DEVMEM_GET_PARKED: on the peer's list of them; ..._ASK: and the asking
      * is the caller's, after the lock) or is placed now (0) */
     int (*park)(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get);
     void (*ask)(mca_btl_devmem_endpoint_t *ep);
@@ -50,7 +50,7 @@ struct mca_btl_devmem_rdma_lanes {
 #define MCA_BTL_DEVMEM_GET_PARKED_ASK 2
 void mca_btl_devmem_rdma_set_lanes(const struct mca_btl_devmem_rdma_lanes *lanes);
 
-/* The gets that waited on ep->gets_parked (moved to gets by the caller): asked for now,
+/* The gets that waited for lanes (moved to gets by the caller): asked for now,
  * on the lanes that opened or on the control connection. */
 void mca_btl_devmem_rdma_unpark(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets);
 

@@ -15,6 +15,7 @@
 #include "btl_devmem_reg.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_ompi.h"
+#include "btl_devmem_push.h"
 
 #include "devmem/cudrv.h"
 
