@@ -119,24 +119,6 @@ _Static_assert(sizeof(struct mca_btl_devmem_modex_addr) == 32, "modex record is 
 #define MCA_BTL_DEVMEM_MODEX_IPV4 4
 #define MCA_BTL_DEVMEM_MODEX_IPV6 6
 
-/* A record's address; false for a family this build does not know. */
-static inline bool mca_btl_devmem_modex_ip(const struct mca_btl_devmem_modex_addr *a,
-                                           struct mca_btl_devmem_ip *ip)
-{
-    memset(ip, 0, sizeof(*ip));
-    if (MCA_BTL_DEVMEM_MODEX_IPV4 == a->family) {
-        ip->family = AF_INET;
-        memcpy(&ip->a.v4, a->addr, 4);
-        return true;
-    }
-    if (MCA_BTL_DEVMEM_MODEX_IPV6 == a->family) {
-        ip->family = AF_INET6;
-        memcpy(&ip->a.v6, a->addr, 16);
-        return true;
-    }
-    return false;
-}
-
 
 /* btl_devmem_idle (btl_devmem_progress.h) */
 enum mca_btl_devmem_idle_mode {

@@ -414,6 +414,7 @@ static void ep_closing(mca_btl_devmem_endpoint_t *ep, bool orderly)
 
 static void ep_detached(mca_btl_devmem_endpoint_t *ep)
 {
+    mca_btl_devmem_rdma_detached(ep);
     mca_btl_devmem_push_in_reset(ep); /* pushes kept for that connection are gone with it */
 }
 
@@ -500,12 +501,12 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         return NULL;
     }
     mca_btl_devmem_endpoint_set_hooks(&ep_hooks);
-    if (OPAL_SUCCESS != mca_btl_devmem_push_init()
+    if (OPAL_SUCCESS != mca_btl_devmem_rdma_init(&rdma_lanes)
+        || OPAL_SUCCESS != mca_btl_devmem_push_init()
         || OPAL_SUCCESS != mca_btl_devmem_devflow_init()) {
         opal_output(0, "btl:devmem: more per-peer states than the endpoint has slots for");
         return NULL;
     }
-    mca_btl_devmem_rdma_set_lanes(&rdma_lanes);
     mca_btl_devmem_frag_set_txmem_release(mca_btl_devmem_txmem_put);
     mca_btl_devmem_nofile_init();
     if (!prev_record_read()

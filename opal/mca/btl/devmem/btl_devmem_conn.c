@@ -436,6 +436,8 @@ static int endpoint_accept(mca_btl_devmem_endpoint_t *ep, int sd,
     return rc < 0 ? rc : status;
 }
 
+/* A held connection said something: once its hello is whole, check it and give the
+ * socket to its endpoint. */
 static void hello_read(mca_btl_devmem_held_t *pa)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -445,26 +447,9 @@ static void hello_read(mca_btl_devmem_held_t *pa)
     opal_process_name_t name;
     mca_btl_devmem_proc_t *peer;
     mca_btl_base_endpoint_t *ep;
-    ssize_t n;
     int rc, sd;
 
-    n = recv(pa->sd, (char *) &pa->hello + pa->got, sizeof(pa->hello) - pa->got, 0);
-    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
-        return;
-    }
-    if (n <= 0) {
-        /* nothing said at all: most likely a peer's connect that lost a simultaneous connect
-         * (the peer closes it), told apart from strangers */
-        char why[96];
-
-        snprintf(why, sizeof(why), "closed after %zu bytes of a hello%s%s", pa->got,
-                 0 == n ? "" : ": ", 0 == n ? "" : strerror(errno));
-        mca_btl_devmem_held_drop(pa, 0 == pa->got ? MCA_BTL_DEVMEM_HELD_RACE
-                                                  : MCA_BTL_DEVMEM_HELD_STRANGER, why);
-        return;
-    }
-    pa->got += n;
-    if (pa->got < sizeof(pa->hello)) {
+    if (1 != mca_btl_devmem_held_hello(pa)) {
         return;
     }
     chk = mca_btl_devmem_hello_check(&pa->hello, true, c->secret);

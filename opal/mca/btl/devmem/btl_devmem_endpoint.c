@@ -53,11 +53,9 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
     mca_btl_devmem_conn_init(ep);
     mca_btl_devmem_rxframe_init(&ep->rx, &rx_ops, ep);
-    ep->rget = NULL;
     ep->in_recv = false;
     ep->tx_corked = ep->tx_cork_queued = ep->tx_window = false;
     ep->fail_pending = false;
-    ep->next_get_id = 1;
     ep->reply_got = 0;
     ep->above = NULL; /* mca_btl_devmem_endpoint_new */
 }
@@ -349,7 +347,6 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     mca_btl_devmem_endpoint_detach(ep);
     opal_list_join(&doomed, opal_list_get_end(&doomed), &ep->send_queue);
     mca_btl_devmem_endpoint_pending_take_all(ep, &doomed);
-    ep->rget = NULL; /* it is on pending_gets too: completed from there */
     OPAL_THREAD_UNLOCK(&ep->lock);
 
     mca_btl_devmem_component.stats.conn_failed++;
@@ -657,7 +654,7 @@ static void deliver(mca_btl_devmem_endpoint_t *ep, uint8_t tag, void *payload, s
  * The checks a frame needs beyond the header codec, done once per frame before any payload
  * is placed: pushes come where they were announced (btl_devmem_push.h), somebody must listen
  * on a SEND's tag, a PUT needs an address, a GET_RESP must answer a pending get of exactly
- * its size (kept in ep->rget), and nothing follows a FIN.
+ * its size, and nothing follows a FIN.
  * Returns 0, or -1 when the endpoint failed.
  */
 static int rx_admit(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h)

@@ -46,7 +46,6 @@ struct mca_btl_base_endpoint_t {
 
     /* receive side */
     struct mca_btl_devmem_rxframe rx; /* framing and read-ahead (btl_devmem_rxframe.h) */
-    mca_btl_devmem_frag_t *rget;   /* the get a GET_RESP body completes */
     bool in_recv;                  /* a PML callback re-entered progress from our receive */
     bool tx_corked;                /* under lock: the frames of a read are being dispatched;
                                     * what is sent meanwhile waits for their end */
@@ -64,10 +63,10 @@ struct mca_btl_base_endpoint_t {
     /* gets waiting for their GET_RESP (and their push); changed only through
      * mca_btl_devmem_endpoint_pending_*, which keep the idle policy's count of them */
     opal_list_t pending_gets;
-    uint64_t next_get_id;
 
     /* the state of this peer that the layers above keep (mca_btl_devmem_endpoint_state) */
     void *above;
+
     /* handshake reply accumulation (connector side) */
     struct mca_btl_devmem_hello reply;
     size_t reply_got;

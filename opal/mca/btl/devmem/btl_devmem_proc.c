@@ -17,6 +17,7 @@
 
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_proc.h"
+#include "btl_devmem_sock.h"
 
 static void proc_construct(mca_btl_devmem_proc_t *p)
 {

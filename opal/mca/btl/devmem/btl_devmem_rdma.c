@@ -88,9 +88,30 @@ _Static_assert(sizeof(mca_btl_base_registration_handle_t)
                    <= sizeof(((mca_btl_devmem_frag_t *) 0)->remote_handle),
                "a parked get keeps a copy of the peer's registration handle");
 
-void mca_btl_devmem_rdma_set_lanes(const struct mca_btl_devmem_rdma_lanes *l)
+/* What get and put keep of each peer, on its endpoint (mca_btl_devmem_endpoint_state): the
+ * last get id given out (under the endpoint's lock), and the get whose GET_RESP body is being
+ * read (the dispatcher's alone). */
+struct rdma_peer {
+    uint64_t last_get_id;
+    mca_btl_devmem_frag_t *rget;
+};
+static size_t peer_handle;
+
+static struct rdma_peer *peer_of(const mca_btl_devmem_endpoint_t *ep)
+{
+    return mca_btl_devmem_endpoint_state(ep, peer_handle);
+}
+
+int mca_btl_devmem_rdma_init(const struct mca_btl_devmem_rdma_lanes *l)
 {
     lanes = *l;
+    return mca_btl_devmem_endpoint_state_register(&peer_handle, sizeof(struct rdma_peer), NULL,
+                                                  NULL);
+}
+
+void mca_btl_devmem_rdma_detached(mca_btl_devmem_endpoint_t *ep)
+{
+    peer_of(ep)->rget = NULL; /* it is on pending_gets too: failed from there */
 }
 
 static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req, void *arg)
@@ -109,7 +130,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         ask->placed = true;
         return MCA_BTL_DEVMEM_GET_PARKED;
     }
-    get->hdr.id = req->hdr.id = ep->next_get_id++;
+    get->hdr.id = req->hdr.id = ++peer_of(ep)->last_get_id;
     if (!host_stays && lanes.take(ep, get, req, &ask->stripe)) {
         /* req now asks for it on the device flows */
     } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
@@ -347,9 +368,11 @@ bool mca_btl_devmem_rdma_large_answer_due(mca_btl_devmem_endpoint_t *ep)
 bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
                                     const struct mca_btl_devmem_hdr *h)
 {
-    ep->rget = find_get(ep, h->id);
-    if (NULL == ep->rget || ep->rget->hdr.size != h->size || ep->rget->resp_done) {
-        ep->rget = NULL;
+    struct rdma_peer *rp = peer_of(ep);
+
+    rp->rget = find_get(ep, h->id);
+    if (NULL == rp->rget || rp->rget->hdr.size != h->size || rp->rget->resp_done) {
+        rp->rget = NULL;
         return false;
     }
     return true;
@@ -357,16 +380,18 @@ bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
 
 char *mca_btl_devmem_rdma_resp_dest(mca_btl_devmem_endpoint_t *ep)
 {
+    const mca_btl_devmem_frag_t *get = peer_of(ep)->rget;
+
     /* past the bytes a push brings */
-    return (NULL != ep->rget->stage ? (char *) ep->rget->stage : (char *) ep->rget->local_address)
-           + ep->rget->push_len;
+    return (NULL != get->stage ? (char *) get->stage : (char *) get->local_address)
+           + get->push_len;
 }
 
 void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
 {
-    mca_btl_devmem_frag_t *get = ep->rget;
+    mca_btl_devmem_frag_t *get = peer_of(ep)->rget;
 
-    ep->rget = NULL;
+    peer_of(ep)->rget = NULL;
     OPAL_THREAD_LOCK(&ep->lock);
     if (get->push_pending) {
         get->resp_done = true; /* the push's arrival completes it (push_rx_done) */

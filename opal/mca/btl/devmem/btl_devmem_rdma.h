@@ -48,7 +48,12 @@ struct mca_btl_devmem_rdma_lanes {
 };
 #define MCA_BTL_DEVMEM_GET_PARKED 1
 #define MCA_BTL_DEVMEM_GET_PARKED_ASK 2
-void mca_btl_devmem_rdma_set_lanes(const struct mca_btl_devmem_rdma_lanes *lanes);
+/* At init: where gets may go besides the control connections, and what get and put keep
+ * of each peer registered with the endpoint. */
+int mca_btl_devmem_rdma_init(const struct mca_btl_devmem_rdma_lanes *lanes);
+
+/* The connection dropped its socket: a GET_RESP half read is gone with it. */
+void mca_btl_devmem_rdma_detached(mca_btl_devmem_endpoint_t *ep);
 
 /* The gets that waited for lanes (moved to gets by the caller): asked for now,
  * on the lanes that opened or on the control connection. */
@@ -85,7 +90,7 @@ int mca_btl_devmem_rdma_answer(mca_btl_devmem_endpoint_t *ep, const struct mca_b
 bool mca_btl_devmem_rdma_large_answer_due(mca_btl_devmem_endpoint_t *ep);
 
 /* A GET_RESP header arrived: find the pending get of its id and exactly its size, and keep
- * it in ep->rget until its payload is in place. false: it answers nothing of ours. */
+ * it until its payload is in place. false: it answers nothing of ours. */
 bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
                                     const struct mca_btl_devmem_hdr *h);
 

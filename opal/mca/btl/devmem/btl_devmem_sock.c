@@ -168,6 +168,22 @@ void mca_btl_devmem_tune_socket(int sd)
     }
 }
 
+bool mca_btl_devmem_modex_ip(const struct mca_btl_devmem_modex_addr *a, struct mca_btl_devmem_ip *ip)
+{
+    memset(ip, 0, sizeof(*ip));
+    if (MCA_BTL_DEVMEM_MODEX_IPV4 == a->family) {
+        ip->family = AF_INET;
+        memcpy(&ip->a.v4, a->addr, 4);
+        return true;
+    }
+    if (MCA_BTL_DEVMEM_MODEX_IPV6 == a->family) {
+        ip->family = AF_INET6;
+        memcpy(&ip->a.v6, a->addr, 16);
+        return true;
+    }
+    return false;
+}
+
 int mca_btl_devmem_connect_socket(const struct mca_btl_devmem_if *itf,
                                   const struct mca_btl_devmem_modex_addr *remote,
                                   uint16_t port_net)
@@ -410,6 +426,28 @@ static void held_timeout(int fd, short flags, void *arg)
     mca_btl_devmem_dispatch_lock();
     mca_btl_devmem_held_drop(h, MCA_BTL_DEVMEM_HELD_STRANGER, h->expired);
     mca_btl_devmem_dispatch_unlock();
+}
+
+int mca_btl_devmem_held_hello(mca_btl_devmem_held_t *h)
+{
+    ssize_t n = recv(h->sd, (char *) &h->hello + h->got, sizeof(h->hello) - h->got, 0);
+
+    if (n < 0 && (EAGAIN == errno || EINTR == errno)) {
+        return 0;
+    }
+    if (n <= 0) {
+        /* nothing said at all: most likely a peer's connect that lost a simultaneous connect
+         * (the peer closes it), told apart from strangers */
+        char why[96];
+
+        snprintf(why, sizeof(why), "closed after %zu bytes of a hello%s%s", h->got,
+                 0 == n ? "" : ": ", 0 == n ? "" : strerror(errno));
+        mca_btl_devmem_held_drop(h, 0 == h->got ? MCA_BTL_DEVMEM_HELD_RACE
+                                                : MCA_BTL_DEVMEM_HELD_STRANGER, why);
+        return -1;
+    }
+    h->got += (size_t) n;
+    return h->got == sizeof(h->hello);
 }
 
 static void held_readable(int fd, short flags, void *arg)

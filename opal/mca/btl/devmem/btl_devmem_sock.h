@@ -43,6 +43,10 @@ void mca_btl_devmem_tune_socket(int sd);
  * or the kernel does not say. Tells a dead or cut-off host from a busy process. */
 unsigned int mca_btl_devmem_sock_unacked_for(int sd);
 
+/* A modex record's address; false for a family this build does not know. */
+bool mca_btl_devmem_modex_ip(const struct mca_btl_devmem_modex_addr *a,
+                             struct mca_btl_devmem_ip *ip);
+
 /* A tuned, non-blocking socket bound to itf's address and connecting to the peer's record
  * `remote` at port_net (network order): control connections and device flows. Returns it,
  * or -errno (-EAFNOSUPPORT when the record is not of itf's family). */
@@ -75,7 +79,7 @@ unsigned int mca_btl_devmem_listener_held_max(void);
 
 /*
  * A connection held with a timeout: accepted, not yet anybody's. A stranger's socket in the
- * handshake (btl_devmem_conn.c reads its hello) and a device-flow connection that no control
+ * handshake (btl_devmem_conn.c checks its hello) and a device-flow connection that no control
  * connection has named yet (btl_devmem_devflow.c) are both this. When handshake_timeout
  * passes first, it is dropped with `expired` as the reason, and counted as a stranger
  * (conn_refused); so is one dropped for the listener's cap.
@@ -98,8 +102,7 @@ struct mca_btl_devmem_held {
     opal_event_t timer;
     mca_btl_devmem_watch_t watch;   /* readable: on_read runs (when set) */
     mca_btl_devmem_held_read_fn on_read;
-    /* what it has said so far, for a reader that needs it (the hello) */
-    struct mca_btl_devmem_hello hello;
+    struct mca_btl_devmem_hello hello; /* what it said so far (mca_btl_devmem_held_hello) */
     size_t got;
 };
 OBJ_CLASS_DECLARATION(mca_btl_devmem_held_t);
@@ -114,6 +117,10 @@ mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
                                                const char *itf, const char *kind,
                                                const char *expired,
                                                mca_btl_devmem_held_read_fn on_read);
+
+/* Read what h has said of its hello now: 1 when the hello is whole in h->hello (not yet
+ * checked), 0 while more is to come, -1 when h closed first and was dropped. */
+int mca_btl_devmem_held_hello(mca_btl_devmem_held_t *h);
 
 /* Its socket is the caller's now; the hold is gone. */
 int mca_btl_devmem_held_take(mca_btl_devmem_held_t *h);
