@@ -44,6 +44,16 @@ layers='
 '
 # the same on one line, ; between the layers (POSIX awk takes no newline in a -v value)
 layer_list=$(echo "$layers" | tr '\n' ';')
+# awk: into[NAME] = its layer number, from layer_list (passed as -v layers=...)
+read_layers='
+function read_layers(into,    n, l, i, m, w, j) {
+    n = split(layers, l, ";")
+    for (i = 1; i <= n; i++) {
+        if (l[i] == "") continue
+        m = split(l[i], w, " ")
+        for (j = 2; j <= m; j++) if (w[j] !~ /:$/) into[w[j]] = w[1]
+    }
+}'
 # caller>callee pairs of files that still call up (none now; a pair added here must say why)
 known='
 '
@@ -66,15 +76,8 @@ calls() {
             sed "s/^/$(basename "$f" .c | sed 's/^btl_devmem_//') /"
     done
 }
-up=$(awk -v layers="$layer_list" '
-    BEGIN {
-        n = split(layers, l, ";")
-        for (i = 1; i <= n; i++) {
-            if (l[i] == "") continue
-            m = split(l[i], w, " ")
-            for (j = 2; j <= m; j++) if (w[j] !~ /:$/) layer[w[j]] = w[1]
-        }
-    }
+up=$(awk -v layers="$layer_list" "$read_layers"'
+    BEGIN { read_layers(layer) }
     FNR == NR { owner[$2] = $1; next }
     ($2 in owner) && owner[$2] != $1 {
         c = $1; d = owner[$2]
@@ -295,12 +298,7 @@ function placefile(f,    k) {
 }
 function addto(list, file) { return index(list " ", " " file " ") ? list : list " " file }
 BEGIN {
-    n = split(layers, l, ";")
-    for (i = 1; i <= n; i++) {
-        if (l[i] == "") continue
-        m = split(l[i], w, " ")
-        for (j = 2; j <= m; j++) if (w[j] !~ /:$/) lay[w[j]] = w[1]
-    }
+    read_layers(lay)
     lit[1] = "/*"; lit[2] = "//"; lit[3] = "\""; lit[4] = sprintf("%c", 39)
     for (i = 1; i < ARGC; i++) if (placefile(ARGV[i]) < 0) print "UNPLACED", fkey
     fkey = ""
@@ -375,7 +373,7 @@ END {
 }
 AWK
 )
-data=$(awk -v layers="$layer_list" "$data_awk" "$dir"/btl_devmem*.h "$dir"/btl_devmem_*.c "$dir"/devmem/*.h)
+data=$(awk -v layers="$layer_list" "$read_layers$data_awk" "$dir"/btl_devmem*.h "$dir"/btl_devmem_*.c "$dir"/devmem/*.h)
 
 # the violations against the list: "new RULE KEY DETAIL", "gone RULE PATTERN", "known RULE KEY"
 judged=$(awk '

@@ -558,7 +558,7 @@ int devmem_cuda_copy(int ordinal, void *dst, const void *src, size_t len,
  * and its launch goes into the stream, and the kernel is loaded, under this lock. */
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err);
+static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err);
 
 int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
                        struct devmem_err *err)
@@ -566,20 +566,16 @@ int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
     cu_result res;
     int rc;
 
-    if (0 != (rc = ctx_enter(ordinal, err))) {
+    if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
         return rc;
     }
-    (void) pthread_mutex_lock(&stream_lock);
-    rc = gather_ready(ordinal, 0, 0, err);
-    (void) pthread_mutex_unlock(&stream_lock);
-    if (0 == rc) {
-        res = cuda.memset_d8_async((cu_deviceptr) addr, v, len, cuda.dev[ordinal].stream);
-        if (CU_SUCCESS == res) {
-            res = cuda.stream_sync(cuda.dev[ordinal].stream);
-        }
-        if (CU_SUCCESS != res) {
-            rc = devmem_err_set(err, EIO, "cuda: cuMemsetD8Async: %s", cu_str(res));
-        }
+    (void) pthread_mutex_unlock(&stream_lock); /* the fill and its wait need the context */
+    res = cuda.memset_d8_async((cu_deviceptr) addr, v, len, cuda.dev[ordinal].stream);
+    if (CU_SUCCESS == res) {
+        res = cuda.stream_sync(cuda.dev[ordinal].stream);
+    }
+    if (CU_SUCCESS != res) {
+        rc = devmem_err_set(err, EIO, "cuda: cuMemsetD8Async: %s", cu_str(res));
     }
     ctx_leave();
     return rc;
@@ -804,15 +800,27 @@ static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size
     return res;
 }
 
-/* Enter ordinal's context and make its stream and gather ready for n pieces. */
+/* Take stream_lock, enter ordinal's context and make its stream and gather ready for n
+ * pieces; on failure nothing is held. stream_leave undoes it. */
 static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err)
 {
-    int rc = ctx_enter(ordinal, err);
+    int rc;
 
-    if (0 == rc && 0 != (rc = gather_ready(ordinal, n, dev_to_dev, err))) {
+    (void) pthread_mutex_lock(&stream_lock);
+    if (0 == (rc = ctx_enter(ordinal, err)) && 0 != (rc = gather_ready(ordinal, n, dev_to_dev,
+                                                                       err))) {
         ctx_leave();
     }
+    if (0 != rc) {
+        (void) pthread_mutex_unlock(&stream_lock);
+    }
     return rc;
+}
+
+static void stream_leave(void)
+{
+    ctx_leave();
+    (void) pthread_mutex_unlock(&stream_lock);
 }
 
 int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
@@ -825,9 +833,7 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
     if (0 == n) {
         return 0;
     }
-    (void) pthread_mutex_lock(&stream_lock);
     if (0 != (rc = stream_enter(ordinal, n, dev_to_dev, err))) {
-        (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
     res = enqueue(&cuda.dev[ordinal], ops, n, dev_to_dev, &what);
@@ -837,8 +843,7 @@ int devmem_cuda_copy_start(int ordinal, const struct devmem_copy *ops, size_t n,
         rc = devmem_err_set(err, EIO, "cuda: gather of %zu pieces: %s: %s", n, what,
                             cu_str(res));
     }
-    ctx_leave();
-    (void) pthread_mutex_unlock(&stream_lock);
+    stream_leave();
     return rc;
 }
 
@@ -850,9 +855,7 @@ int devmem_cuda_gather_prepare(int ordinal, struct devmem_err *err)
     cu_result res = CU_SUCCESS, grown = CU_SUCCESS;
     int rc;
 
-    (void) pthread_mutex_lock(&stream_lock);
     if (0 != (rc = stream_enter(ordinal, 2, 1, err))) {
-        (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
     d = &cuda.dev[ordinal];
@@ -874,8 +877,7 @@ int devmem_cuda_gather_prepare(int ordinal, struct devmem_err *err)
                                                        ? d->kernel_off
                                                        : "cuda: gather way memcpy chosen");
     }
-    ctx_leave();
-    (void) pthread_mutex_unlock(&stream_lock);
+    stream_leave();
     return rc;
 }
 
@@ -884,12 +886,10 @@ int devmem_cuda_sync(int ordinal, struct devmem_err *err)
     cu_result res;
     int rc;
 
-    (void) pthread_mutex_lock(&stream_lock);
-    rc = stream_enter(ordinal, 0, 0, err);
-    (void) pthread_mutex_unlock(&stream_lock);
-    if (0 != rc) {
+    if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
         return rc;
     }
+    (void) pthread_mutex_unlock(&stream_lock); /* the wait needs only the context */
     res = cuda.stream_sync(cuda.dev[ordinal].stream);
     if (CU_SUCCESS != res) {
         rc = devmem_err_set(err, EIO, "cuda: cuStreamSynchronize: %s", cu_str(res));
@@ -915,9 +915,7 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
     int rc;
 
     *fence = NULL;
-    (void) pthread_mutex_lock(&stream_lock);
     if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
-        (void) pthread_mutex_unlock(&stream_lock);
         return rc;
     }
     d = &cuda.dev[ordinal];
@@ -937,8 +935,7 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err)
     } else {
         *fence = ev;
     }
-    ctx_leave();
-    (void) pthread_mutex_unlock(&stream_lock);
+    stream_leave();
     return rc;
 }
 
