@@ -15,6 +15,7 @@
 #include "helper_client.h"
 #include "netlink.h"
 #include "nic.h"
+#include "nic_admin.h"
 #include "uapi.h"
 
 /* The memory providers: what can export a dmabuf here. */

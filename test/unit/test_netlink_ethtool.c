@@ -11,6 +11,7 @@
 
 #include "netlink.h"
 #include "nic.h"
+#include "nic_admin.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

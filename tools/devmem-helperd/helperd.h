@@ -24,6 +24,7 @@
 #include "err.h"
 #include "helper_proto.h"
 #include "nic.h"
+#include "nic_admin.h"
 
 #define HD_POLICY_IFACES 32
 #define HD_POLICY_GROUPS 32

@@ -68,8 +68,7 @@ static int check_ifname(const char *ifname, const char *what, struct devmem_err 
     return 0;
 }
 
-/* One SIOCETHTOOL call on a throwaway socket. */
-static int ethtool_ioctl(const char *ifname, void *data, const char *what, struct devmem_err *err)
+int devmem_nic_ethtool(const char *ifname, void *data, const char *what, struct devmem_err *err)
 {
     struct ifreq ifr;
     int fd = -1;
@@ -104,95 +103,24 @@ cleanup:
     return rc;
 }
 
-static void copy_field(char *dst, size_t dstsize, const char *src, size_t srcsize)
-{
-    size_t n = strnlen(src, srcsize);
-
-    if (n >= dstsize) {
-        n = dstsize - 1;
-    }
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-int devmem_nic_drvinfo(const char *ifname, struct devmem_nic_drvinfo *info,
-                       struct devmem_err *err)
-{
-    struct ethtool_drvinfo di;
-    int rc;
-
-    memset(&di, 0, sizeof(di));
-    di.cmd = ETHTOOL_GDRVINFO;
-    rc = ethtool_ioctl(ifname, &di, "driver info", err);
-    if (rc < 0) {
-        goto cleanup;
-    }
-    copy_field(info->driver, sizeof(info->driver), di.driver, sizeof(di.driver));
-    copy_field(info->version, sizeof(info->version), di.version, sizeof(di.version));
-    copy_field(info->fw_version, sizeof(info->fw_version), di.fw_version,
-               sizeof(di.fw_version));
-    copy_field(info->bus_info, sizeof(info->bus_info), di.bus_info, sizeof(di.bus_info));
-cleanup:
-    return rc;
-}
-
-int devmem_nic_get_channels(const char *ifname, struct devmem_nic_channels *ch,
-                            struct devmem_err *err)
-{
-    struct ethtool_channels c;
-    int rc;
-
-    memset(&c, 0, sizeof(c));
-    c.cmd = ETHTOOL_GCHANNELS;
-    rc = ethtool_ioctl(ifname, &c, "get channels", err);
-    if (rc < 0) {
-        goto cleanup;
-    }
-    ch->max_rx = c.max_rx;
-    ch->max_tx = c.max_tx;
-    ch->max_other = c.max_other;
-    ch->max_combined = c.max_combined;
-    ch->rx = c.rx_count;
-    ch->tx = c.tx_count;
-    ch->other = c.other_count;
-    ch->combined = c.combined_count;
-cleanup:
-    return rc;
-}
-
-int devmem_nic_set_channels(const char *ifname, const struct devmem_nic_channels *ch,
-                            struct devmem_err *err)
-{
-    struct ethtool_channels c;
-
-    memset(&c, 0, sizeof(c));
-    c.cmd = ETHTOOL_SCHANNELS;
-    c.rx_count = ch->rx;
-    c.tx_count = ch->tx;
-    c.other_count = ch->other;
-    c.combined_count = ch->combined;
-    return ethtool_ioctl(ifname, &c, "set channels", err);
-}
-
 /* ---- RSS ---------------------------------------------------------------------------------- */
 
-static int rx_rings(const char *ifname, uint32_t *n, struct devmem_err *err)
+int devmem_nic_rx_rings(const char *ifname, uint32_t *n, struct devmem_err *err)
 {
     struct ethtool_rxnfc nfc;
     int rc;
 
     memset(&nfc, 0, sizeof(nfc));
     nfc.cmd = ETHTOOL_GRXRINGS;
-    rc = ethtool_ioctl(ifname, &nfc, "get RX rings", err);
+    rc = devmem_nic_ethtool(ifname, &nfc, "get RX rings", err);
     if (0 == rc) {
         *n = (uint32_t) nfc.data;
     }
     return rc;
 }
 
-/* Read the indirection table; *table is malloc'ed (the caller frees it). */
-static int get_indir(const char *ifname, struct ethtool_rxfh_indir **table,
-                     struct devmem_err *err)
+int devmem_nic_get_indir(const char *ifname, struct ethtool_rxfh_indir **table,
+                         struct devmem_err *err)
 {
     struct ethtool_rxfh_indir head;
     struct ethtool_rxfh_indir *t = NULL;
@@ -201,7 +129,7 @@ static int get_indir(const char *ifname, struct ethtool_rxfh_indir **table,
     *table = NULL;
     memset(&head, 0, sizeof(head));
     head.cmd = ETHTOOL_GRXFHINDIR; /* size 0: the kernel says how large the table is */
-    rc = ethtool_ioctl(ifname, &head, "get RSS table size", err);
+    rc = devmem_nic_ethtool(ifname, &head, "get RSS table size", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -217,7 +145,7 @@ static int get_indir(const char *ifname, struct ethtool_rxfh_indir **table,
     }
     t->cmd = ETHTOOL_GRXFHINDIR;
     t->size = head.size;
-    rc = ethtool_ioctl(ifname, t, "get RSS table", err);
+    rc = devmem_nic_ethtool(ifname, t, "get RSS table", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -234,11 +162,11 @@ int devmem_nic_get_rss(const char *ifname, struct devmem_nic_rss *rss, struct de
     int rc;
 
     memset(rss, 0, sizeof(*rss));
-    rc = rx_rings(ifname, &rss->rx_rings, err);
+    rc = devmem_nic_rx_rings(ifname, &rss->rx_rings, err);
     if (rc < 0) {
         goto cleanup;
     }
-    rc = get_indir(ifname, &t, err);
+    rc = devmem_nic_get_indir(ifname, &t, err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -251,44 +179,6 @@ int devmem_nic_get_rss(const char *ifname, struct devmem_nic_rss *rss, struct de
 cleanup:
     free(t);
     return rc;
-}
-
-int devmem_nic_set_rss_equal(const char *ifname, unsigned int nqueues, struct devmem_err *err)
-{
-    struct ethtool_rxfh_indir *t = NULL;
-    uint32_t rings = 0;
-    int rc;
-
-    rc = rx_rings(ifname, &rings, err);
-    if (rc < 0) {
-        goto cleanup;
-    }
-    if (0 == nqueues || nqueues > rings) {
-        rc = devmem_err_set(err, EINVAL, "ethtool: set RSS on %s: %u queues asked, the device "
-                            "has %u RX rings", ifname, nqueues, rings);
-        goto cleanup;
-    }
-    rc = get_indir(ifname, &t, err);
-    if (rc < 0) {
-        goto cleanup;
-    }
-    t->cmd = ETHTOOL_SRXFHINDIR;
-    for (uint32_t i = 0; i < t->size; i++) {
-        t->ring_index[i] = i % nqueues;
-    }
-    rc = ethtool_ioctl(ifname, t, "set RSS table", err);
-cleanup:
-    free(t);
-    return rc;
-}
-
-int devmem_nic_reset_rss(const char *ifname, struct devmem_err *err)
-{
-    struct ethtool_rxfh_indir t;
-
-    memset(&t, 0, sizeof(t));
-    t.cmd = ETHTOOL_SRXFHINDIR; /* size 0 restores the driver's default spreading */
-    return ethtool_ioctl(ifname, &t, "reset RSS table", err);
 }
 
 int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned int n,
@@ -304,7 +194,7 @@ int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned i
     }
     memset(&head, 0, sizeof(head));
     head.cmd = ETHTOOL_GRSSH; /* sizes 0: the kernel says how large the table and key are */
-    rc = ethtool_ioctl(ifname, &head, "get RSS table size", err);
+    rc = devmem_nic_ethtool(ifname, &head, "get RSS table size", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -327,7 +217,7 @@ int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned i
     for (uint32_t i = 0; i < head.indir_size; i++) {
         t->rss_config[i] = first + i % n;
     }
-    rc = ethtool_ioctl(ifname, t, "create RSS context", err);
+    rc = devmem_nic_ethtool(ifname, t, "create RSS context", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -345,80 +235,10 @@ int devmem_nic_rss_ctx_delete(const char *ifname, uint32_t ctx, struct devmem_er
     t.cmd = ETHTOOL_SRSSH;
     t.rss_context = ctx; /* a table size of 0 on a context other than 0 deletes it */
     t.hfunc = 0; /* ETH_RSS_HASH_NO_CHANGE, kernel-internal */
-    return ethtool_ioctl(ifname, &t, "delete RSS context", err);
-}
-
-int devmem_nic_rss_ctx_queues(const char *ifname, uint32_t ctx, unsigned int first,
-                              uint64_t *mask, struct devmem_err *err)
-{
-    struct ethtool_rxfh head, *t = NULL;
-    int rc;
-
-    *mask = 0;
-    memset(&head, 0, sizeof(head));
-    head.cmd = ETHTOOL_GRSSH;
-    head.rss_context = ctx; /* sizes 0: the kernel says how large the table and key are */
-    rc = ethtool_ioctl(ifname, &head, "get an RSS context's table size", err);
-    if (rc < 0) {
-        return rc;
-    }
-    if (head.indir_size > 65536 || head.key_size > 4096) {
-        return devmem_err_set(err, EBADMSG, "ethtool: RSS context %u on %s: the driver reports "
-                              "a table of %u entries and a key of %u bytes", ctx, ifname,
-                              head.indir_size, head.key_size);
-    }
-    t = calloc(1, sizeof(*t) + head.indir_size * sizeof(t->rss_config[0]) + head.key_size);
-    if (NULL == t) {
-        return devmem_err_set(err, ENOMEM, "ethtool: RSS context %u on %s: out of memory", ctx,
-                              ifname);
-    }
-    t->cmd = ETHTOOL_GRSSH;
-    t->rss_context = ctx;
-    t->indir_size = head.indir_size;
-    t->key_size = head.key_size;
-    rc = ethtool_ioctl(ifname, t, "read an RSS context's table", err);
-    for (uint32_t i = 0; 0 == rc && i < t->indir_size && i < head.indir_size; i++) {
-        if (t->rss_config[i] >= first && t->rss_config[i] - first < 64) {
-            *mask |= 1ull << (t->rss_config[i] - first);
-        }
-    }
-    free(t);
-    return rc;
+    return devmem_nic_ethtool(ifname, &t, "delete RSS context", err);
 }
 
 /* ---- ntuple and flow rules ---------------------------------------------------------------- */
-
-int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err)
-{
-    struct ethtool_value v;
-    int rc;
-
-    memset(&v, 0, sizeof(v));
-    v.cmd = ETHTOOL_GFLAGS;
-    rc = ethtool_ioctl(ifname, &v, "get ntuple", err);
-    if (0 == rc) {
-        *on = 0 != (v.data & ETH_FLAG_NTUPLE);
-    }
-    return rc;
-}
-
-int devmem_nic_set_ntuple(const char *ifname, int on, struct devmem_err *err)
-{
-    struct ethtool_value v;
-    int rc;
-
-    memset(&v, 0, sizeof(v));
-    v.cmd = ETHTOOL_GFLAGS; /* keep the other legacy flags (LRO, VLAN offloads) as they are */
-    rc = ethtool_ioctl(ifname, &v, "get ntuple", err);
-    if (rc < 0) {
-        goto cleanup;
-    }
-    v.cmd = ETHTOOL_SFLAGS;
-    v.data = on ? (v.data | ETH_FLAG_NTUPLE) : (v.data & ~(uint32_t) ETH_FLAG_NTUPLE);
-    rc = ethtool_ioctl(ifname, &v, on ? "ntuple on" : "ntuple off", err);
-cleanup:
-    return rc;
-}
 
 int devmem_nic_flow_spec(const struct devmem_nic_flow *flow, uint32_t location,
                          struct ethtool_rx_flow_spec *fs)
@@ -476,22 +296,6 @@ int devmem_nic_flow_spec(const struct devmem_nic_flow *flow, uint32_t location,
     return 0;
 }
 
-int devmem_nic_flow_rules(const char *ifname, uint32_t *n_rules, uint32_t *table_size,
-                          struct devmem_err *err)
-{
-    struct ethtool_rxnfc cnt;
-    int rc;
-
-    memset(&cnt, 0, sizeof(cnt));
-    cnt.cmd = ETHTOOL_GRXCLSRLCNT;
-    rc = ethtool_ioctl(ifname, &cnt, "count flow rules", err);
-    if (0 == rc) {
-        *n_rules = cnt.rule_cnt;
-        *table_size = (uint32_t) (cnt.data & ~(uint64_t) RX_CLS_LOC_SPECIAL);
-    }
-    return rc;
-}
-
 /* Where to insert a rule: RX_CLS_LOC_ANY when the driver chooses, else the lowest free slot. */
 static int rule_location(const char *ifname, uint32_t *loc, struct devmem_err *err)
 {
@@ -502,7 +306,7 @@ static int rule_location(const char *ifname, uint32_t *loc, struct devmem_err *e
 
     memset(&cnt, 0, sizeof(cnt));
     cnt.cmd = ETHTOOL_GRXCLSRLCNT;
-    rc = ethtool_ioctl(ifname, &cnt, "count flow rules", err);
+    rc = devmem_nic_ethtool(ifname, &cnt, "count flow rules", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -523,7 +327,7 @@ static int rule_location(const char *ifname, uint32_t *loc, struct devmem_err *e
     }
     all->cmd = ETHTOOL_GRXCLSRLALL;
     all->rule_cnt = cnt.rule_cnt;
-    rc = ethtool_ioctl(ifname, all, "list flow rules", err);
+    rc = devmem_nic_ethtool(ifname, all, "list flow rules", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -541,55 +345,6 @@ static int rule_location(const char *ifname, uint32_t *loc, struct devmem_err *e
     rc = devmem_err_set(err, ENOSPC, "ethtool: flow rules on %s: all %u slots are in use", ifname,
                         table);
 cleanup:
-    free(all);
-    return rc;
-}
-
-int devmem_nic_flow_list(const char *ifname, struct devmem_nic_rule *rules, size_t cap,
-                         size_t *n, struct devmem_err *err)
-{
-    struct ethtool_rxnfc cnt;
-    struct ethtool_rxnfc *all = NULL;
-    int rc;
-
-    *n = 0;
-    memset(&cnt, 0, sizeof(cnt));
-    cnt.cmd = ETHTOOL_GRXCLSRLCNT;
-    if ((rc = ethtool_ioctl(ifname, &cnt, "count flow rules", err)) < 0) {
-        return rc;
-    }
-    if (cnt.rule_cnt > 65536) {
-        return devmem_err_set(err, EBADMSG, "ethtool: flow rules on %s: the driver counts %u",
-                              ifname, cnt.rule_cnt);
-    }
-    if (0 == cnt.rule_cnt) {
-        return 0;
-    }
-    all = calloc(1, sizeof(*all) + cnt.rule_cnt * sizeof(all->rule_locs[0]));
-    if (NULL == all) {
-        return devmem_err_set(err, ENOMEM, "ethtool: flow rules on %s: out of memory", ifname);
-    }
-    all->cmd = ETHTOOL_GRXCLSRLALL;
-    all->rule_cnt = cnt.rule_cnt;
-    rc = ethtool_ioctl(ifname, all, "list flow rules", err);
-    for (uint32_t i = 0; 0 == rc && i < all->rule_cnt && i < cnt.rule_cnt; i++) {
-        struct ethtool_rxnfc one;
-
-        memset(&one, 0, sizeof(one));
-        one.cmd = ETHTOOL_GRXCLSRULE;
-        one.fs.location = all->rule_locs[i];
-        if ((rc = ethtool_ioctl(ifname, &one, "read a flow rule", err)) < 0) {
-            break;
-        }
-        if (*n < cap) {
-            rules[*n].location = one.fs.location;
-            rules[*n].drop = RX_CLS_FLOW_DISC == one.fs.ring_cookie;
-            rules[*n].queue = (uint32_t) ethtool_get_flow_spec_ring(one.fs.ring_cookie);
-            /* the driver names the context in the rxnfc of a FLOW_RSS rule */
-            rules[*n].rss_ctx = (one.fs.flow_type & FLOW_RSS) ? one.rss_context : 0;
-        }
-        (*n)++;
-    }
     free(all);
     return rc;
 }
@@ -618,7 +373,7 @@ int devmem_nic_flow_add(const char *ifname, const struct devmem_nic_flow *flow,
     nfc.cmd = ETHTOOL_SRXCLSRLINS;
     nfc.fs.location = loc;
     nfc.rss_context = flow->rss_context;
-    rc = ethtool_ioctl(ifname, &nfc, "add flow rule", err);
+    rc = devmem_nic_ethtool(ifname, &nfc, "add flow rule", err);
     if (rc < 0) {
         goto cleanup;
     }
@@ -635,7 +390,7 @@ int devmem_nic_flow_del(const char *ifname, uint32_t rule_id, struct devmem_err 
     memset(&nfc, 0, sizeof(nfc));
     nfc.cmd = ETHTOOL_SRXCLSRLDEL;
     nfc.fs.location = rule_id;
-    return ethtool_ioctl(ifname, &nfc, "delete flow rule", err);
+    return devmem_nic_ethtool(ifname, &nfc, "delete flow rule", err);
 }
 
 /* ---- header split: ethtool netlink rings --------------------------------------------------- */

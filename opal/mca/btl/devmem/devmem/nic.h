@@ -10,6 +10,9 @@
  * -errno; on failure `err` (may be NULL) holds e.g.
  *   "ethtool: set RSS on eth0: Operation not permitted (needs CAP_NET_ADMIN)".
  * EPERM: no CAP_NET_ADMIN; EOPNOTSUPP: the driver (or this build) cannot do it.
+ *
+ * What a rank needs is here; what only the admin tools need (driver facts, channels, RSS
+ * spreading, ntuple, listing rules) is tools/lib/nic_admin.h, on the ethtool calls below.
  */
 #ifndef DEVMEM_NIC_H
 #define DEVMEM_NIC_H
@@ -21,28 +24,16 @@
 #include "err.h"
 
 struct ethtool_rx_flow_spec;
+struct ethtool_rxfh_indir;
 
-/* ETHTOOL_GDRVINFO */
-struct devmem_nic_drvinfo {
-    char driver[32];
-    char version[32];
-    char fw_version[32];
-    char bus_info[32];
-};
-
-int devmem_nic_drvinfo(const char *ifname, struct devmem_nic_drvinfo *info,
-                       struct devmem_err *err);
-
-/* ETHTOOL_GCHANNELS / ETHTOOL_SCHANNELS */
-struct devmem_nic_channels {
-    uint32_t max_rx, max_tx, max_other, max_combined; /* ignored when setting */
-    uint32_t rx, tx, other, combined;
-};
-
-int devmem_nic_get_channels(const char *ifname, struct devmem_nic_channels *ch,
-                            struct devmem_err *err);
-int devmem_nic_set_channels(const char *ifname, const struct devmem_nic_channels *ch,
-                            struct devmem_err *err);
+/* One SIOCETHTOOL call (data: the ethtool struct, its cmd set) on a throwaway socket; what:
+ * the step, for err. */
+int devmem_nic_ethtool(const char *ifname, void *data, const char *what, struct devmem_err *err);
+/* ETHTOOL_GRXRINGS: the RX rings the driver reports. */
+int devmem_nic_rx_rings(const char *ifname, uint32_t *n, struct devmem_err *err);
+/* The RSS indirection table; *table is malloc'ed (the caller frees it). */
+int devmem_nic_get_indir(const char *ifname, struct ethtool_rxfh_indir **table,
+                         struct devmem_err *err);
 
 /* Header split, as ethtool's tcp-data-split (values are the kernel's). */
 enum devmem_nic_hds {
@@ -89,27 +80,12 @@ struct devmem_nic_rss {
 };
 
 int devmem_nic_get_rss(const char *ifname, struct devmem_nic_rss *rss, struct devmem_err *err);
-/* Spread RSS over queues 0..nqueues-1 only ("ethtool -X IF equal N"), keeping the devmem
- * queues above them free of RSS traffic. */
-int devmem_nic_set_rss_equal(const char *ifname, unsigned int nqueues, struct devmem_err *err);
-/* Give the table back to the driver's default. */
-int devmem_nic_reset_rss(const char *ifname, struct devmem_err *err);
-
 /* An RSS context over queues first..first+n-1 ("ethtool -X IF context new start FIRST equal
  * N", ETHTOOL_SRSSH with ETH_RXFH_CONTEXT_ALLOC): *ctx is its id, for flow rules
  * (devmem_nic_flow.rss_context) and for deleting it once no rule points at it. */
 int devmem_nic_rss_ctx_create(const char *ifname, unsigned int first, unsigned int n,
                               uint32_t *ctx, struct devmem_err *err);
 int devmem_nic_rss_ctx_delete(const char *ifname, uint32_t ctx, struct devmem_err *err);
-/* ETHTOOL_GRSSH of context ctx: the queues its indirection table spreads over, as a mask of
- * queues first .. first + 63 (the others are left out). */
-int devmem_nic_rss_ctx_queues(const char *ifname, uint32_t ctx, unsigned int first,
-                              uint64_t *mask, struct devmem_err *err);
-
-/* ntuple filters ("ethtool -K IF ntuple on"), through ETHTOOL_GFLAGS / SFLAGS. */
-int devmem_nic_get_ntuple(const char *ifname, int *on, struct devmem_err *err);
-int devmem_nic_set_ntuple(const char *ifname, int on, struct devmem_err *err);
-
 /* One TCP flow to steer. Zero fields match anything, except dst_port, which is required:
  * a 3-tuple rule (dst addr, dst port) leaves src unset; a 5-tuple rule sets everything. */
 struct devmem_nic_flow {
@@ -125,22 +101,6 @@ struct devmem_nic_flow {
     uint32_t rss_context; /* 0: to queue; else spread over this RSS context's queues */
 };
 
-/* ETHTOOL_GRXCLSRLCNT: rules in use and the size of the rule table (0 when the driver places
- * rules itself). Answers without changing anything: the probe's "can it steer" question. */
-int devmem_nic_flow_rules(const char *ifname, uint32_t *n_rules, uint32_t *table_size,
-                          struct devmem_err *err);
-/* One installed rule: where it sits and the RX queue it sends to (drop: it discards). */
-struct devmem_nic_rule {
-    uint32_t location;
-    uint32_t queue;   /* with rss_ctx: an offset added to the context's choice */
-    uint32_t rss_ctx; /* the rule steers into this RSS context (FLOW_RSS); 0: into queue */
-    int drop;
-};
-
-/* ETHTOOL_GRXCLSRLALL + GRXCLSRULE: up to cap of the installed rules into rules[], their count
- * in *n (which may exceed cap: the rest are not listed). */
-int devmem_nic_flow_list(const char *ifname, struct devmem_nic_rule *rules, size_t cap,
-                         size_t *n, struct devmem_err *err);
 /* ETHTOOL_SRXCLSRLINS: insert a rule; *rule_id is its location, for devmem_nic_flow_del. */
 int devmem_nic_flow_add(const char *ifname, const struct devmem_nic_flow *flow,
                         uint32_t *rule_id, struct devmem_err *err);
