@@ -14,6 +14,7 @@
 #include "err.h"
 #include "helper_client.h"
 #include "netlink.h"
+#include "netlink_dev.h"
 #include "nic.h"
 #include "nic_admin.h"
 #include "uapi.h"

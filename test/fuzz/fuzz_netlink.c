@@ -17,6 +17,7 @@
 #include "fuzz.h"
 
 #include "netlink.h"
+#include "netlink_dev.h"
 
 #define SEQ 0x5eed
 

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "netlink.h"
+#include "netlink_dev.h"
 #include "uapi.h"
 
 #include <errno.h>

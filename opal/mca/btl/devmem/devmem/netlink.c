@@ -202,8 +202,7 @@ void devmem_nl_close(struct devmem_nl *nl)
     }
 }
 
-/* "bind-rx on lo", or "... on ifindex 7" when the name is gone. */
-static void describe(char *out, size_t size, const char *op, unsigned int ifindex)
+void devmem_nl_describe(char *out, size_t size, const char *op, unsigned int ifindex)
 {
     char name[IF_NAMESIZE];
 
@@ -225,7 +224,7 @@ static int do_bind(struct devmem_nl *nl, uint8_t cmd, unsigned int ifindex, int 
     size_t size;
     int rc;
 
-    describe(what, sizeof(what), op, ifindex);
+    devmem_nl_describe(what, sizeof(what), op, ifindex);
     if (NULL == nl || NULL == binding_id || (NULL == queues && nqueues > 0)
         || nqueues > 65536) {
         rc = devmem_err_set(err, EINVAL, "netlink: %s: invalid arguments", what);
@@ -275,35 +274,6 @@ int devmem_nl_bind_tx(struct devmem_nl *nl, unsigned int ifindex, int dmabuf_fd,
     return do_bind(nl, DEVMEM_NETDEV_CMD_BIND_TX, ifindex, dmabuf_fd, NULL, 0, binding_id, err);
 }
 
-int devmem_nl_dev_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_dev *dev,
-                      struct devmem_err *err)
-{
-    unsigned char req[64];
-    char what[64];
-    int rc;
-
-    describe(what, sizeof(what), "dev-get", ifindex);
-    if (NULL == nl || NULL == dev) {
-        rc = devmem_err_set(err, EINVAL, "netlink: %s: invalid arguments", what);
-        goto cleanup;
-    }
-    memset(dev, 0, sizeof(*dev));
-    rc = devmem_nl_build_dev_get(req, sizeof(req), nl->family, devmem_nl_next_seq(nl), ifindex);
-    if (rc < 0) {
-        rc = devmem_err_set(err, -rc, "netlink: %s: cannot build the request", what);
-        goto cleanup;
-    }
-    rc = devmem_nl_transact(nl, req, (size_t) rc, devmem_nl_dev_cb, dev, what, NULL, 0, err);
-    if (rc < 0) {
-        goto cleanup;
-    }
-    if (0 == dev->ifindex) {
-        rc = devmem_err_set(err, EBADMSG, "netlink: %s: reply without an ifindex", what);
-    }
-cleanup:
-    return rc;
-}
-
 int devmem_nl_queue_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_queues *q,
                         struct devmem_err *err)
 {
@@ -311,7 +281,7 @@ int devmem_nl_queue_get(struct devmem_nl *nl, unsigned int ifindex, struct devme
     char what[64];
     int rc;
 
-    describe(what, sizeof(what), "queue-get", ifindex);
+    devmem_nl_describe(what, sizeof(what), "queue-get", ifindex);
     if (NULL == nl || NULL == q) {
         rc = devmem_err_set(err, EINVAL, "netlink: %s: invalid arguments", what);
         goto cleanup;
@@ -360,12 +330,6 @@ int devmem_nl_bind_rx(struct devmem_nl *nl, unsigned int ifindex, int dmabuf_fd,
 
 int devmem_nl_bind_tx(struct devmem_nl *nl, unsigned int ifindex, int dmabuf_fd,
                       uint32_t *binding_id, struct devmem_err *err)
-{
-    return NO_MNL(err);
-}
-
-int devmem_nl_dev_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_dev *dev,
-                      struct devmem_err *err)
 {
     return NO_MNL(err);
 }

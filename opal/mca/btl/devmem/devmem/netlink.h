@@ -46,18 +46,6 @@ int devmem_nl_bind_rx(struct devmem_nl *nl, unsigned int ifindex, int dmabuf_fd,
 int devmem_nl_bind_tx(struct devmem_nl *nl, unsigned int ifindex, int dmabuf_fd,
                       uint32_t *binding_id, struct devmem_err *err);
 
-/* What dev-get says about one device. */
-struct devmem_nl_dev {
-    unsigned int ifindex;
-    uint64_t xdp_features;             /* NETDEV_XDP_ACT_* */
-    uint64_t xdp_rx_metadata_features; /* NETDEV_XDP_RX_METADATA_* */
-    uint64_t xsk_features;             /* NETDEV_XSK_FLAGS_* */
-    uint32_t xdp_zc_max_segs;
-};
-
-int devmem_nl_dev_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_dev *dev,
-                      struct devmem_err *err);
-
 /* Queue ids at or above this are counted but their binding is not recorded. */
 #define DEVMEM_NL_MAX_QUEUES 1024
 
@@ -118,6 +106,9 @@ int devmem_nl_transact(struct devmem_nl *nl, const void *req, size_t len, devmem
                        void *arg, const char *what, const char *const *attr_names,
                        size_t n_attr_names, struct devmem_err *err);
 
+/* "dev-get on lo", or "... on ifindex 7" when the name is gone: what transact says. */
+void devmem_nl_describe(char *out, size_t size, const char *op, unsigned int ifindex);
+
 /* Describe a failed exchange in err (format as above); returns -st->error. */
 int devmem_nl_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
                          const char *what, const char *const *attr_names, size_t n_attr_names,
@@ -129,6 +120,13 @@ int devmem_nl_status_err(const struct devmem_nl_status *st, const void *req, siz
 typedef int (*devmem_nl_attr_cb)(uint16_t type, const void *payload, size_t len, void *arg);
 int devmem_nl_attrs_walk(const void *p, size_t len, devmem_nl_attr_cb cb, void *arg);
 
+/* The attributes of a generic netlink data message, after its genl header, through cb;
+ * -EBADMSG with err filled when they are malformed. A u32 attribute's value (-EBADMSG when
+ * it is not 4 bytes). */
+int devmem_nl_genl_attrs(const struct nlmsghdr *nlh, devmem_nl_attr_cb cb, void *arg,
+                         struct devmem_err *err);
+int devmem_nl_get_u32(const void *payload, size_t len, uint32_t *v);
+
 /* ---- message codec for the netdev family (pure; exposed for unit tests) ------------------- */
 
 /* Builders write one request into buf[0..size) and return its length, or -ENOBUFS when it
@@ -139,8 +137,6 @@ int devmem_nl_build_bind_rx(void *buf, size_t size, uint16_t family, uint32_t se
                             size_t nqueues);
 int devmem_nl_build_bind_tx(void *buf, size_t size, uint16_t family, uint32_t seq,
                             unsigned int ifindex, int dmabuf_fd);
-int devmem_nl_build_dev_get(void *buf, size_t size, uint16_t family, uint32_t seq,
-                            unsigned int ifindex);
 int devmem_nl_build_queue_get(void *buf, size_t size, uint16_t family, uint32_t seq,
                               unsigned int ifindex);
 
@@ -151,8 +147,6 @@ int devmem_nl_parse_family(const void *buf, size_t len, uint32_t seq, uint16_t *
                            uint64_t *cmds, struct devmem_nl_status *st, struct devmem_err *err);
 int devmem_nl_parse_bind(const void *buf, size_t len, uint32_t seq, uint32_t *binding_id,
                          struct devmem_nl_status *st, struct devmem_err *err);
-int devmem_nl_parse_dev(const void *buf, size_t len, uint32_t seq, struct devmem_nl_dev *dev,
-                        struct devmem_nl_status *st, struct devmem_err *err);
 int devmem_nl_parse_queues(const void *buf, size_t len, uint32_t seq, struct devmem_nl_queues *q,
                            struct devmem_nl_status *st, struct devmem_err *err);
 

@@ -22,10 +22,9 @@ struct devmem_nl_family_ctx {
 };
 
 /* devmem_nl_data_cb for each reply: arg is a struct devmem_nl_family_ctx, a uint32_t
- * binding id, a struct devmem_nl_dev, a struct devmem_nl_queues */
+ * binding id, a struct devmem_nl_queues (dev-get's: tools/lib/netlink_dev.c) */
 int devmem_nl_family_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err);
 int devmem_nl_bind_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err);
-int devmem_nl_dev_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err);
 int devmem_nl_queues_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err);
 
 /* bind-rx (cmd BIND_RX, with its queues) or bind-tx into buf: its length, or -errno */

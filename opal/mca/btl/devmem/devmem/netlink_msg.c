@@ -66,16 +66,7 @@ cleanup:
     return rc;
 }
 
-static int get_u32(const void *payload, size_t len, uint32_t *v)
-{
-    if (len != sizeof(*v)) {
-        return -EBADMSG;
-    }
-    memcpy(v, payload, sizeof(*v));
-    return 0;
-}
-
-static int get_u64(const void *payload, size_t len, uint64_t *v)
+int devmem_nl_get_u32(const void *payload, size_t len, uint32_t *v)
 {
     if (len != sizeof(*v)) {
         return -EBADMSG;
@@ -167,20 +158,6 @@ int devmem_nl_build_bind_tx(void *buf, size_t size, uint16_t family, uint32_t se
                       NULL, 0);
 }
 
-int devmem_nl_build_dev_get(void *buf, size_t size, uint16_t family, uint32_t seq,
-                            unsigned int ifindex)
-{
-    struct nlmsghdr *nlh;
-
-    nlh = devmem_nl_put_genl_header(buf, size, family, NLM_F_REQUEST | NLM_F_ACK, seq,
-                                    DEVMEM_NETDEV_CMD_DEV_GET, DEVMEM_NETDEV_FAMILY_VERSION);
-
-    if (NULL == nlh || !mnl_attr_put_u32_check(nlh, size, DEVMEM_NETDEV_A_DEV_IFINDEX, ifindex)) {
-        return -ENOBUFS;
-    }
-    return (int) nlh->nlmsg_len;
-}
-
 int devmem_nl_build_queue_get(void *buf, size_t size, uint16_t family, uint32_t seq,
                               unsigned int ifindex)
 {
@@ -220,10 +197,10 @@ static int ext_ack_cb(uint16_t type, const void *payload, size_t len, void *arg)
     }
     case NLMSGERR_ATTR_OFFS:
         st->has_offset = 1;
-        return get_u32(payload, len, &st->offset);
+        return devmem_nl_get_u32(payload, len, &st->offset);
     case NLMSGERR_ATTR_MISS_TYPE:
         st->has_miss_type = 1;
-        return get_u32(payload, len, &st->miss_type);
+        return devmem_nl_get_u32(payload, len, &st->miss_type);
     default:
         return 0; /* cookie, policy, miss-nest: nothing we report */
     }
@@ -355,8 +332,7 @@ cleanup:
     return rc;
 }
 
-/* Attributes of a generic netlink data message, after the genl header. */
-static int genl_attrs(const struct nlmsghdr *nlh, devmem_nl_attr_cb cb, void *arg,
+int devmem_nl_genl_attrs(const struct nlmsghdr *nlh, devmem_nl_attr_cb cb, void *arg,
                       struct devmem_err *err)
 {
     size_t payload_len = nlh->nlmsg_len - MNL_NLMSG_HDRLEN;
@@ -379,7 +355,7 @@ static int family_op_cb(uint16_t type, const void *payload, size_t len, void *ar
     uint32_t id;
 
     if (CTRL_ATTR_OP_ID == type) {
-        if (get_u32(payload, len, &id) < 0) {
+        if (devmem_nl_get_u32(payload, len, &id) < 0) {
             return -EBADMSG;
         }
         if (id < 64) {
@@ -415,56 +391,21 @@ static int family_attr_cb(uint16_t type, const void *payload, size_t len, void *
 
 int devmem_nl_family_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err)
 {
-    return genl_attrs(nlh, family_attr_cb, arg, err);
+    return devmem_nl_genl_attrs(nlh, family_attr_cb, arg, err);
 }
 
 /* bind-rx / bind-tx reply */
 static int bind_attr_cb(uint16_t type, const void *payload, size_t len, void *arg)
 {
     if (DEVMEM_NETDEV_A_DMABUF_ID == type) {
-        return get_u32(payload, len, arg);
+        return devmem_nl_get_u32(payload, len, arg);
     }
     return 0;
 }
 
 int devmem_nl_bind_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err)
 {
-    return genl_attrs(nlh, bind_attr_cb, arg, err);
-}
-
-/* dev-get reply */
-static int dev_attr_cb(uint16_t type, const void *payload, size_t len, void *arg)
-{
-    struct devmem_nl_dev *dev = arg;
-    uint32_t v32 = 0;
-    int rc = 0;
-
-    switch (type) {
-    case DEVMEM_NETDEV_A_DEV_IFINDEX:
-        rc = get_u32(payload, len, &v32);
-        dev->ifindex = v32;
-        break;
-    case DEVMEM_NETDEV_A_DEV_XDP_FEATURES:
-        rc = get_u64(payload, len, &dev->xdp_features);
-        break;
-    case DEVMEM_NETDEV_A_DEV_XDP_ZC_MAX_SEGS:
-        rc = get_u32(payload, len, &dev->xdp_zc_max_segs);
-        break;
-    case DEVMEM_NETDEV_A_DEV_XDP_RX_METADATA_FEATURES:
-        rc = get_u64(payload, len, &dev->xdp_rx_metadata_features);
-        break;
-    case DEVMEM_NETDEV_A_DEV_XSK_FEATURES:
-        rc = get_u64(payload, len, &dev->xsk_features);
-        break;
-    default:
-        break;
-    }
-    return rc;
-}
-
-int devmem_nl_dev_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err)
-{
-    return genl_attrs(nlh, dev_attr_cb, arg, err);
+    return devmem_nl_genl_attrs(nlh, bind_attr_cb, arg, err);
 }
 
 /* queue-get dump: one message per queue */
@@ -480,12 +421,12 @@ static int queue_attr_cb(uint16_t type, const void *payload, size_t len, void *a
     switch (type) {
     case DEVMEM_NETDEV_A_QUEUE_ID:
         q->has_id = 1;
-        return get_u32(payload, len, &q->id);
+        return devmem_nl_get_u32(payload, len, &q->id);
     case DEVMEM_NETDEV_A_QUEUE_TYPE:
         q->has_type = 1;
-        return get_u32(payload, len, &q->type);
+        return devmem_nl_get_u32(payload, len, &q->type);
     case DEVMEM_NETDEV_A_QUEUE_DMABUF:
-        return get_u32(payload, len, &q->dmabuf);
+        return devmem_nl_get_u32(payload, len, &q->dmabuf);
     default:
         return 0;
     }
@@ -495,7 +436,7 @@ int devmem_nl_queues_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err
 {
     struct devmem_nl_queues *qs = arg;
     struct queue_one q = {0};
-    int rc = genl_attrs(nlh, queue_attr_cb, &q, err);
+    int rc = devmem_nl_genl_attrs(nlh, queue_attr_cb, &q, err);
 
     if (rc < 0) {
         return rc;
@@ -538,17 +479,6 @@ int devmem_nl_parse_bind(const void *buf, size_t len, uint32_t seq, uint32_t *bi
 
     if (1 == rc && 0 == st->error && 0 == *binding_id) {
         rc = devmem_err_set(err, EBADMSG, "bind reply without a binding id");
-    }
-    return rc;
-}
-
-int devmem_nl_parse_dev(const void *buf, size_t len, uint32_t seq, struct devmem_nl_dev *dev,
-                        struct devmem_nl_status *st, struct devmem_err *err)
-{
-    int rc = devmem_nl_parse(buf, len, seq, devmem_nl_dev_cb, dev, st, err);
-
-    if (1 == rc && 0 == st->error && 0 == dev->ifindex) {
-        rc = devmem_err_set(err, EBADMSG, "dev-get reply without an ifindex");
     }
     return rc;
 }
@@ -691,12 +621,6 @@ int devmem_nl_build_bind_tx(void *buf, size_t size, uint16_t family, uint32_t se
     return -EOPNOTSUPP;
 }
 
-int devmem_nl_build_dev_get(void *buf, size_t size, uint16_t family, uint32_t seq,
-                            unsigned int ifindex)
-{
-    return -EOPNOTSUPP;
-}
-
 int devmem_nl_build_queue_get(void *buf, size_t size, uint16_t family, uint32_t seq,
                               unsigned int ifindex)
 {
@@ -711,12 +635,6 @@ int devmem_nl_parse_family(const void *buf, size_t len, uint32_t seq, uint16_t *
 
 int devmem_nl_parse_bind(const void *buf, size_t len, uint32_t seq, uint32_t *binding_id,
                          struct devmem_nl_status *st, struct devmem_err *err)
-{
-    return NO_MNL(err);
-}
-
-int devmem_nl_parse_dev(const void *buf, size_t len, uint32_t seq, struct devmem_nl_dev *dev,
-                        struct devmem_nl_status *st, struct devmem_err *err)
 {
     return NO_MNL(err);
 }

@@ -481,31 +481,22 @@ int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *r
                                 sizeof(rings_attr_names) / sizeof(rings_attr_names[0]), err);
 }
 
-static int rings_u32(const void *payload, size_t len, uint32_t *v)
-{
-    if (len != sizeof(*v)) {
-        return -EBADMSG;
-    }
-    memcpy(v, payload, sizeof(*v));
-    return 0;
-}
-
 static int rings_attr_cb(uint16_t type, const void *payload, size_t len, void *arg)
 {
     struct devmem_nic_rings *r = arg;
 
     switch (type) {
     case DEVMEM_ETHTOOL_A_RINGS_RX_MAX:
-        return rings_u32(payload, len, &r->rx_max);
+        return devmem_nl_get_u32(payload, len, &r->rx_max);
     case DEVMEM_ETHTOOL_A_RINGS_TX_MAX:
-        return rings_u32(payload, len, &r->tx_max);
+        return devmem_nl_get_u32(payload, len, &r->tx_max);
     case DEVMEM_ETHTOOL_A_RINGS_RX:
-        return rings_u32(payload, len, &r->rx);
+        return devmem_nl_get_u32(payload, len, &r->rx);
     case DEVMEM_ETHTOOL_A_RINGS_TX:
-        return rings_u32(payload, len, &r->tx);
+        return devmem_nl_get_u32(payload, len, &r->tx);
     case DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN:
         r->has_rx_buf_len = 1;
-        return rings_u32(payload, len, &r->rx_buf_len);
+        return devmem_nl_get_u32(payload, len, &r->rx_buf_len);
     case DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT:
         if (1 != len || *(const uint8_t *) payload > DEVMEM_NIC_HDS_ON) {
             return -EBADMSG;
@@ -514,9 +505,9 @@ static int rings_attr_cb(uint16_t type, const void *payload, size_t len, void *a
         return 0;
     case DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH:
         r->has_hds_thresh = 1;
-        return rings_u32(payload, len, &r->hds_thresh);
+        return devmem_nl_get_u32(payload, len, &r->hds_thresh);
     case DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH_MAX:
-        return rings_u32(payload, len, &r->hds_thresh_max);
+        return devmem_nl_get_u32(payload, len, &r->hds_thresh_max);
     default:
         return 0;
     }
@@ -524,17 +515,7 @@ static int rings_attr_cb(uint16_t type, const void *payload, size_t len, void *a
 
 static int rings_cb(const struct nlmsghdr *nlh, void *arg, struct devmem_err *err)
 {
-    size_t payload_len = nlh->nlmsg_len - MNL_NLMSG_HDRLEN;
-    const unsigned char *payload = mnl_nlmsg_get_payload(nlh);
-
-    if (payload_len < GENL_HDRLEN) {
-        return devmem_err_set(err, EBADMSG, "rings reply without a genl header");
-    }
-    if (devmem_nl_attrs_walk(payload + GENL_HDRLEN, payload_len - GENL_HDRLEN, rings_attr_cb,
-                             arg) < 0) {
-        return devmem_err_set(err, EBADMSG, "malformed attributes in a rings reply");
-    }
-    return 0;
+    return devmem_nl_genl_attrs(nlh, rings_attr_cb, arg, err);
 }
 
 int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
