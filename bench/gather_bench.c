@@ -103,12 +103,12 @@ static double median_gbps(double *t, int runs, size_t bytes)
 }
 
 /* What every measurement shares: the GPU pool (and its host copy, the reference), the
- * destination, and the run's settings. */
+ * destination (and zeros to clear it with), and the run's settings. */
 struct bench {
     size_t total;
     int runs, unaligned, host_dst;
     uint64_t pool, dst;
-    unsigned char *pool_host, *want, *got;
+    unsigned char *pool_host, *want, *got, *zeros;
 };
 
 static int parse_args(struct bench *b, int argc, char **argv)
@@ -150,7 +150,8 @@ static int setup(struct bench *b)
     b->pool_host = malloc(POOL);
     b->want = malloc(b->total);
     b->got = malloc(b->total);
-    if (NULL == b->pool_host || NULL == b->want || NULL == b->got) {
+    b->zeros = calloc(1, b->total);
+    if (NULL == b->pool_host || NULL == b->want || NULL == b->got || NULL == b->zeros) {
         fprintf(stderr, "gather_bench: out of memory\n");
         return 1;
     }
@@ -180,7 +181,7 @@ static int check_gather(struct bench *b, struct devmem_copy *ops, size_t np, siz
         memcpy(b->want + bytes, b->pool_host + ((uintptr_t) ops[i].src - b->pool), ops[i].len);
         bytes += ops[i].len;
     }
-    if (0 != devmem_cuda_memset(0, b->dst, 0, b->total, &err)
+    if (0 != devmem_cuda_copy(0, (void *) (uintptr_t) b->dst, b->zeros, b->total, &err)
         || 0 != devmem_cuda_copy_batch(0, ops, np, 1, &err)
         || 0 != devmem_cuda_copy(0, b->got, (const void *) (uintptr_t) b->dst, bytes, &err)) {
         fprintf(stderr, "gather_bench: %s\n", err.msg);
@@ -297,7 +298,7 @@ static double receive_run(struct bench *b, size_t rsize, size_t depth, int host_
     if (host_dst) {
         memset(b->got, 0, bytes);
     } else {
-        failed = 0 != devmem_cuda_memset(0, b->dst, 0, bytes, &err);
+        failed = 0 != devmem_cuda_copy(0, (void *) (uintptr_t) b->dst, b->zeros, bytes, &err);
     }
     t0 = now();
     for (size_t i = 0; i < RECEIVES && !failed; i++) {
@@ -367,10 +368,11 @@ static int measure_receives(struct bench *b, size_t rsize)
 #define NWAYS DEVMEM_CUDA_WAYS
 #define WAY_DEPTH 4       /* batches in flight, as btl_devmem_gather_depth's default */
 
-static const char *way_name(int way)
-{
-    return devmem_cuda_way_name(way);
-}
+/* the names devmem_cuda_way_by_name knows them by */
+static const char *const way_name[NWAYS] = {
+    [DEVMEM_CUDA_WAY_KERNEL] = "kernel",
+    [DEVMEM_CUDA_WAY_MEMCPY] = "memcpy",
+};
 
 /* Every packet of b->total bytes: a 4044-byte payload at the start of a random page of the
  * pool, laid end to end in the destination; the reference in b->want. */
@@ -419,7 +421,7 @@ static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n,
     int rc;
 
     *cpu = 0;
-    rc = devmem_cuda_memset(0, b->dst, 0, b->total, &err);
+    rc = devmem_cuda_copy(0, (void *) (uintptr_t) b->dst, b->zeros, b->total, &err);
     if (0 == rc) {
         rc = devmem_cuda_set_way(way, &err);
     }
@@ -451,12 +453,12 @@ static double way_pass(struct bench *b, const struct devmem_copy *ops, size_t n,
                  : devmem_cuda_copy(0, b->got, (const void *) (uintptr_t) b->dst, b->total,
                                     &err);
     if (0 != rc) {
-        fprintf(stderr, "gather_bench: way %s: %s\n", way_name(way), err.msg);
+        fprintf(stderr, "gather_bench: way %s: %s\n", way_name[way], err.msg);
         return -1;
     }
     if (0 != memcmp(b->want, b->got, b->total)) {
         fprintf(stderr, "gather_bench: way %s gathered WRONG bytes (batches of %zu KiB)\n",
-                way_name(way), batch_bytes >> 10);
+                way_name[way], batch_bytes >> 10);
         return -1;
     }
     *batches = issued;
@@ -473,7 +475,7 @@ static void ways_available(int *ok)
         ok[w] = 0 == devmem_cuda_set_way(w, &err)
                 && (DEVMEM_CUDA_WAY_KERNEL != w || 0 == devmem_cuda_gather_prepare(0, &err));
         if (!ok[w]) {
-            printf("# way %s: not measured: %s\n", way_name(w), err.msg);
+            printf("# way %s: not measured: %s\n", way_name[w], err.msg);
         }
     }
     (void) devmem_cuda_set_way(DEVMEM_CUDA_WAY_DEFAULT, NULL);
@@ -503,7 +505,7 @@ static int measure_ways(struct bench *b, const struct devmem_copy *ops, size_t n
         qsort(cpu[w], (size_t) runs, sizeof(double), cmp_double);
         qsort(wall[w], (size_t) runs, sizeof(double), cmp_double);
         printf("%-9zu %-14s %10.2f %12.1f %12.1f %8.1f %10.1f\n", batch_bytes >> 10,
-               way_name(w), (double) batches[w] / mib, cpu[w][runs / 2] * 1e6 / mib,
+               way_name[w], (double) batches[w] / mib, cpu[w][runs / 2] * 1e6 / mib,
                wall[w][runs / 2] * 1e6 / mib, (double) b->total / wall[w][runs / 2] / 1e9,
                cpu[w][runs / 2] * 1e6 / (double) batches[w]);
     }
@@ -585,5 +587,6 @@ int main(int argc, char **argv)
     free(b.pool_host);
     free(b.want);
     free(b.got);
+    free(b.zeros);
     return rc;
 }

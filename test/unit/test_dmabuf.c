@@ -35,11 +35,11 @@ static void round_trip(const struct devmem_provider *p, int want_dmabuf)
     CHECK(want_dmabuf ? r.dmabuf_fd >= 0 : r.dmabuf_fd < 0, "%s: dmabuf fd %d", p->name,
           r.dmabuf_fd);
     memset(out, 0, sizeof(out));
-    rc = devmem_region_copy_in(&r, 4097, in, sizeof(in), &err);
+    rc = r.provider->copy_in(&r, 4097, in, sizeof(in), &err);
     rc |= devmem_region_copy_out(&r, 4097, out, sizeof(out), &err);
     CHECK(0 == rc && 0 == memcmp(in, out, sizeof(in)), "%s: 10000 bytes round-trip at offset "
           "4097", p->name);
-    rc = devmem_region_copy_in(&r, r.size - 10, in, 11, &err);
+    rc = devmem_region_copy_out(&r, r.size - 10, out, 11, &err);
     CHECK(-ERANGE == rc, "%s: a copy past the end is refused (%s)", p->name, err.msg);
     devmem_region_release(&r);
     CHECK(NULL == r.provider && -1 == r.dmabuf_fd, "%s: released", p->name);

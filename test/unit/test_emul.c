@@ -17,12 +17,35 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emul_int.h" /* the emulator's state: pools and sockets */
 #include "kernel.h"
 
 #include "check.h"
 #include "tcp_pair.h"
 
 #define STALL_S 20
+
+/* Pages of an RX binding's pool: total and free. -ENOENT for an unknown id. */
+static int pool_pages(struct devmem_emul *e, uint32_t id, size_t *total, size_t *nfree)
+{
+    struct emul_binding *b = devmem_emul_binding_find(e, id);
+
+    if (NULL == b || !b->is_rx) {
+        return -ENOENT;
+    }
+    *total = b->npages;
+    *nfree = b->nfree;
+    return 0;
+}
+
+/* Tokens the socket holds (the kernel's sk_user_frags), 0 for an unknown socket. */
+static size_t sock_tokens(const struct devmem_emul *e, int fd)
+{
+    if (fd < 0 || (size_t) fd >= e->socks_cap || !e->socks[fd].used) {
+        return 0;
+    }
+    return e->socks[fd].ntok;
+}
 
 static double now_s(void)
 {
@@ -139,7 +162,7 @@ static void run_xfer(struct xfer *x)
     for (i = 0; i < x->total; i++) {
         ref[i] = pattern(i);
     }
-    rc = devmem_region_copy_in(&txr, 0, ref, x->total, &err);
+    rc = 0 != rc ? rc : txr.provider->copy_in(&txr, 0, ref, x->total, &err);
     if (x->device_pool) {
         /* hide the mapping: the emulation must use the provider's copies */
         fakedev = devmem_provider_host;
@@ -261,7 +284,7 @@ static void run_xfer(struct xfer *x)
             }
             got += f->len;
         }
-        if (devmem_ledger_pending(&l) >= 64) {
+        if (l.npending >= 64) {
             if (0 != devmem_ledger_flush(&l, &err)) {
                 CHECK(0, "%s: flush: %s", x->name, err.msg);
             }
@@ -281,7 +304,7 @@ static void run_xfer(struct xfer *x)
           "%s: scattered placement (%zu sub-page pieces, %zu offsets going backwards)",
           x->name, x->subpage_pieces, x->backwards);
     CHECK(0 == rc && l.stats.tokens_received == l.stats.tokens_returned &&
-              0 == devmem_ledger_outstanding(&l) && 0 == l.stats.tokens_lost,
+              0 == l.outstanding && 0 == l.stats.tokens_lost,
           "%s: tokens balanced (received %llu, returned %llu, %llu DONTNEED calls)", x->name,
           (unsigned long long) l.stats.tokens_received,
           (unsigned long long) l.stats.tokens_returned,
@@ -290,7 +313,7 @@ static void run_xfer(struct xfer *x)
           "%s: ledger bytes dmabuf %llu + linear %llu == total", x->name,
           (unsigned long long) l.stats.bytes_dmabuf, (unsigned long long) l.stats.bytes_linear);
     devmem_emul_get_stats(k->emul, &es);
-    devmem_emul_pool_pages(k->emul, rx_id, &total_pages, &free_pages);
+    pool_pages(k->emul, rx_id, &total_pages, &free_pages);
     CHECK(total_pages == free_pages && es.frags_landed == es.tokens_freed &&
               es.frags_landed == l.stats.tokens_received && 0 == es.tokens_unknown,
           "%s: pool whole again (%zu/%zu pages free), emul landed %llu == freed %llu", x->name,
@@ -422,7 +445,7 @@ static void contract(void)
         CHECK(total == sizeof(buf) && 0 == memcmp(chk, buf, sizeof(buf)) && nf > 1024,
               "contract: all 64 KiB received in %zu frags, bytes match", nf);
     }
-    CHECK(devmem_emul_sock_tokens(e, rcv) == nf, "contract: socket holds %zu tokens", nf);
+    CHECK(sock_tokens(e, rcv) == nf, "contract: socket holds %zu tokens", nf);
 
     /* DONTNEED limits */
     rc = devmem_emul_dontneed(e, rcv, tk, 7);
@@ -458,8 +481,8 @@ static void contract(void)
     tk[0].token_start = 1;
     rc = devmem_emul_dontneed(e, rcv, tk, sizeof(tk[0]));
     CHECK(0 == rc, "contract: returning them twice frees nothing");
-    devmem_emul_pool_pages(e, rx_id, &total, &nfree);
-    CHECK(total == nfree && 0 == devmem_emul_sock_tokens(e, rcv), "contract: pool whole");
+    pool_pages(e, rx_id, &total, &nfree);
+    CHECK(total == nfree && 0 == sock_tokens(e, rcv), "contract: pool whole");
 
     /* socket close gives the tokens back; unbind keeps the pool until then */
     n = write(snd, buf, 8192);
@@ -469,11 +492,11 @@ static void contract(void)
     iov.iov_base = chk;
     iov.iov_len = sizeof(chk);
     n = devmem_emul_recvmsg(e, rcv, &m, MSG_SOCK_DEVMEM | MSG_DONTWAIT);
-    CHECK(8192 == n && devmem_emul_sock_tokens(e, rcv) > 0, "contract: 8 KiB held in %zu tokens",
-          devmem_emul_sock_tokens(e, rcv));
+    CHECK(8192 == n && sock_tokens(e, rcv) > 0, "contract: 8 KiB held in %zu tokens",
+          sock_tokens(e, rcv));
     CHECK(1 == devmem_emul_bound(e, rx_id), "contract: binding %u is bound", rx_id);
     rc = devmem_emul_unbind(e, rx_id, NULL);
-    CHECK(0 == rc && 0 == devmem_emul_pool_pages(e, rx_id, &total, &nfree) && nfree < total,
+    CHECK(0 == rc && 0 == pool_pages(e, rx_id, &total, &nfree) && nfree < total,
           "contract: unbound pool lives on while tokens are out");
     CHECK(0 == devmem_emul_bound(e, rx_id) && 0 == devmem_emul_bound(e, 999999),
           "contract: an undone binding, and one that never was, are not bound");
@@ -485,7 +508,7 @@ static void contract(void)
     CHECK(1000 == n && 0 == m.msg_controllen && 0 == memcmp(chk, buf, 1000),
           "contract: after unbind the flow is plain data, no cmsg");
     devmem_emul_sock_close(e, rcv);
-    CHECK(-ENOENT == devmem_emul_pool_pages(e, rx_id, &total, &nfree),
+    CHECK(-ENOENT == pool_pages(e, rx_id, &total, &nfree),
           "contract: socket close returned the tokens and the unbound pool went away");
 
     /* TX checks */

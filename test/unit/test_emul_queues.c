@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "emul.h"
+#include "emul_int.h" /* the emulator's state: bytes per queue */
 #include "rx.h"
 
 #include "check.h"
@@ -185,12 +186,12 @@ int main(void)
               f, q, want, dmabuf, owner);
     }
     for (unsigned int q = 3; q <= 5; q++) {
-        qsum += devmem_emul_queue_bytes(e, q);
-        CHECK(2 * FLOW_BYTES == devmem_emul_queue_bytes(e, q),
+        qsum += e->queue_bytes[q];
+        CHECK(2 * FLOW_BYTES == e->queue_bytes[q],
               "queue %u received %llu bytes (two flows)", q,
-              (unsigned long long) devmem_emul_queue_bytes(e, q));
+              (unsigned long long) e->queue_bytes[q]);
     }
-    CHECK(qsum == FLOWS * FLOW_BYTES && 0 == devmem_emul_queue_bytes(e, 6),
+    CHECK(qsum == FLOWS * FLOW_BYTES && 0 == e->queue_bytes[6],
           "the queues' counters add up to what was sent, and queue 6 saw nothing");
 
     CHECK(-EBUSY == devmem_emul_rss_ctx_delete(e, ctx, &err),
@@ -217,7 +218,7 @@ int main(void)
     if ((ssize_t) sizeof(buf) == write(snd[0], buf, sizeof(buf))) {
         long dmabuf = 0, got = receive_flow(e, rcv[0], 0, pools, ids, 2, &dmabuf);
 
-        CHECK(got == FLOW_BYTES && 0 == dmabuf && FLOW_BYTES == devmem_emul_queue_bytes(e, 7),
+        CHECK(got == FLOW_BYTES && 0 == dmabuf && FLOW_BYTES == e->queue_bytes[7],
               "its bytes arrive as plain data on queue 7 (%ld bytes, dmabuf %ld)", got, dmabuf);
     } else {
         CHECK(0, "sending on the flow into queue 7");

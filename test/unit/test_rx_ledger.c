@@ -123,7 +123,7 @@ int main(void)
         tok[i] = (uint32_t) (2 * i + 2);
     }
     hand_out(&l, tok, 300);
-    CHECK(300 == devmem_ledger_outstanding(&l) && 300 == l.stats.tokens_received,
+    CHECK(300 == l.outstanding && 300 == l.stats.tokens_received,
           "ledger: 300 tokens outstanding");
     for (i = 0; i < 300; i++) {
         rc = devmem_ledger_release(&l, tok[299 - i], &err); /* out of order on purpose */
@@ -131,7 +131,7 @@ int main(void)
             break;
         }
     }
-    CHECK(300 == i && 300 == devmem_ledger_pending(&l), "ledger: all 300 released");
+    CHECK(300 == i && 300 == l.npending, "ledger: all 300 released");
     rc = devmem_ledger_flush(&l, &err);
     CHECK(0 == rc && 3 == k.calls && 128 == k.max_ranges_seen && 0 == k.violations,
           "ledger: 300 scattered tokens go back in 3 calls of <= 128 ranges (calls %zu)",
@@ -166,7 +166,7 @@ int main(void)
         devmem_ledger_release(&l, tok[i], NULL);
     }
     rc = devmem_ledger_flush(&l, &err);
-    CHECK(-EIO == rc && 2 == l.stats.tokens_lost && 0 == devmem_ledger_pending(&l),
+    CHECK(-EIO == rc && 2 == l.stats.tokens_lost && 0 == l.npending,
           "ledger: short count -> -EIO, 2 tokens lost (%s)", err.msg);
 
     /* a failed call keeps the tokens for the next flush */
@@ -176,9 +176,9 @@ int main(void)
     devmem_ledger_release(&l, 500, NULL);
     k.fail_next = -ENOMEM;
     rc = devmem_ledger_flush(&l, &err);
-    CHECK(-ENOMEM == rc && 1 == devmem_ledger_pending(&l), "ledger: failed call keeps tokens");
+    CHECK(-ENOMEM == rc && 1 == l.npending, "ledger: failed call keeps tokens");
     rc = devmem_ledger_flush(&l, &err);
-    CHECK(0 == rc && 0 == devmem_ledger_pending(&l) && 0 == k.held[500],
+    CHECK(0 == rc && 0 == l.npending && 0 == k.held[500],
           "ledger: retried flush returns them");
 
     /* contract violations */
@@ -226,7 +226,7 @@ int main(void)
                 }
             }
         }
-        CHECK(0 == bad && out == devmem_ledger_outstanding(&l),
+        CHECK(0 == bad && out == l.outstanding,
               "ledger: 200000 random add/release agree with a reference (%zu outstanding, "
               "%zu errors)", out, bad);
 

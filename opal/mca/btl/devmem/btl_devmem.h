@@ -53,6 +53,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
@@ -274,6 +275,15 @@ extern mca_btl_devmem_module_t mca_btl_devmem_module_template;
 #define DEVMEM_VERBOSE(level, ...) \
     opal_output_verbose((level), mca_btl_devmem_component.output, "btl:devmem: " __VA_ARGS__)
 
+/* Nanoseconds on the monotonic clock (the progress policy's waits, the binding watch). */
+static inline uint64_t mca_btl_devmem_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
 /* module functions (btl_devmem_module.c) */
 int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
@@ -281,11 +291,6 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 int mca_btl_devmem_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers);
 int mca_btl_devmem_finalize(struct mca_btl_base_module_t *btl);
-
-/* During init: the port (devflow: the device-flow port) module m's record had when an earlier
- * life of this component in this process published it, for m to listen on again; 0 when
- * there was none or it named another address (btl_devmem_component.c, prev_record_read). */
-
 
 END_C_DECLS
 

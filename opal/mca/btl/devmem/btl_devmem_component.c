@@ -175,33 +175,16 @@ static int component_close(void)
 static bool prev_record_read(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    struct mca_btl_devmem_modex_hdr hdr;
-    uint8_t *blob = NULL;
-    size_t size = 0;
-    int rc;
 
     c->prev = NULL;
     c->prev_n = 0;
     if (!MCA_BTL_DEVMEM_REOPENS) {
         return false;
     }
-    OPAL_MODEX_RECV(rc, &c->super.btl_version, &opal_proc_local_get()->proc_name,
-                    (void **) &blob, &size);
-    if (OPAL_SUCCESS != rc || size < sizeof(hdr)) {
-        free(blob);
+    if (OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&opal_proc_local_get()->proc_name,
+                                                       &c->secret, &c->prev, &c->prev_n)) {
         return false;
     }
-    memcpy(&hdr, blob, sizeof(hdr));
-    if (MCA_BTL_DEVMEM_MODEX_MAGIC != hdr.magic || MCA_BTL_DEVMEM_MODEX_VERSION != hdr.version
-        || size != sizeof(hdr) + (size_t) hdr.naddrs * sizeof(*c->prev)
-        || (hdr.naddrs > 0 && NULL == (c->prev = malloc(hdr.naddrs * sizeof(*c->prev))))) {
-        free(blob);
-        return false;
-    }
-    memcpy(c->prev, blob + sizeof(hdr), hdr.naddrs * sizeof(*c->prev));
-    c->prev_n = hdr.naddrs;
-    c->secret = hdr.secret;
-    free(blob);
     DEVMEM_VERBOSE(10, "opened again in this process: the secret and ports of its earlier modex "
                    "record, which peers keep");
     return true;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "btl_devmem_dev.h"
 #include "btl_devmem_helper.h"
@@ -41,14 +40,6 @@ void mca_btl_devmem_dev_suspect(struct mca_btl_devmem_dev *dev)
     }
 }
 
-static uint64_t clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 /* A binding found gone: the module's device path is off from now on. */
 static void binding_lost(mca_btl_devmem_module_t *m, const char *cause)
 {
@@ -66,7 +57,7 @@ int mca_btl_devmem_dev_watch(char *why, size_t len)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    uint64_t now = clock_ns();
+    uint64_t now = mca_btl_devmem_now_ns();
     int gone = 0;
 
     for (int i = 0; i < c->num_modules; i++) {

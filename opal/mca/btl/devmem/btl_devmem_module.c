@@ -370,13 +370,6 @@ static void btl_dump(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     }
 }
 
-#if BTL_VERSION < 330
-static int btl_ft_event(int state)
-{
-    return OPAL_SUCCESS;
-}
-#endif
-
 /* An Open MPI built with CUDA (4.x) or accelerator (5.x) support hands device buffers to
  * the RGET protocol only on BTLs that say they can get from them; this one can (register_mem
  * tells device memory apart and the device flow carries it). Debian's has neither: there the
@@ -426,8 +419,5 @@ mca_btl_devmem_module_t mca_btl_devmem_module_template = {
         .btl_deregister_mem = mca_btl_devmem_deregister_mem,
         .btl_dump = btl_dump,
         .btl_register_error = register_error,
-#if BTL_VERSION < 330
-        .btl_ft_event = btl_ft_event,
-#endif
     },
 };

@@ -38,19 +38,20 @@ static void proc_destruct(mca_btl_devmem_proc_t *p)
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_proc_t, opal_object_t, proc_construct, proc_destruct);
 
-/* Read and check the peer's modex blob; fills addrs and secret. */
-static int read_modex(mca_btl_devmem_proc_t *peer)
+int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, uint64_t *secret,
+                                   struct mca_btl_devmem_modex_addr **addrs, int *naddrs)
 {
     struct mca_btl_devmem_modex_hdr hdr;
+    struct mca_btl_devmem_modex_addr *a = NULL;
     uint8_t *blob = NULL;
     size_t size = 0;
     int rc;
 
-    OPAL_MODEX_RECV(rc, &mca_btl_devmem_component.super.btl_version, &peer->name,
-                    (void **) &blob, &size);
+    OPAL_MODEX_RECV(rc, &mca_btl_devmem_component.super.btl_version, name, (void **) &blob,
+                    &size);
     if (OPAL_SUCCESS != rc) {
-        DEVMEM_VERBOSE(10, "no modex record from %s (%d): peer does not run btl_devmem",
-                       OPAL_NAME_PRINT(peer->name), rc);
+        DEVMEM_VERBOSE(10, "no btl_devmem modex record from %s (%d)", OPAL_NAME_PRINT(*name),
+                       rc);
         return rc;
     }
     if (size < sizeof(hdr)) {
@@ -59,23 +60,24 @@ static int read_modex(mca_btl_devmem_proc_t *peer)
     }
     memcpy(&hdr, blob, sizeof(hdr));
     if (MCA_BTL_DEVMEM_MODEX_MAGIC != hdr.magic || MCA_BTL_DEVMEM_MODEX_VERSION != hdr.version
-        || size != sizeof(hdr) + (size_t) hdr.naddrs * sizeof(struct mca_btl_devmem_modex_addr)) {
+        || size != sizeof(hdr) + (size_t) hdr.naddrs * sizeof(*a)) {
         opal_output(0, "btl:devmem: the modex record of %s is malformed or from another "
                        "btl_devmem version (%zu bytes); not using it",
-                    OPAL_NAME_PRINT(peer->name), size);
+                    OPAL_NAME_PRINT(*name), size);
         rc = OPAL_ERR_BAD_PARAM;
         goto out;
     }
-    peer->secret = hdr.secret;
-    peer->naddrs = hdr.naddrs;
     if (hdr.naddrs > 0) {
-        peer->addrs = malloc(hdr.naddrs * sizeof(*peer->addrs));
-        if (NULL == peer->addrs) {
+        a = malloc(hdr.naddrs * sizeof(*a));
+        if (NULL == a) {
             rc = OPAL_ERR_OUT_OF_RESOURCE;
             goto out;
         }
-        memcpy(peer->addrs, blob + sizeof(hdr), hdr.naddrs * sizeof(*peer->addrs));
+        memcpy(a, blob + sizeof(hdr), hdr.naddrs * sizeof(*a));
     }
+    *secret = hdr.secret;
+    *addrs = a;
+    *naddrs = hdr.naddrs;
     rc = OPAL_SUCCESS;
 out:
     free(blob);
@@ -110,7 +112,9 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc)
     peer->proc = proc;
     peer->name = proc->proc_name;
     peer->endpoints = calloc(c->num_modules, sizeof(*peer->endpoints));
-    if (NULL == peer->endpoints || OPAL_SUCCESS != read_modex(peer)) {
+    if (NULL == peer->endpoints
+        || OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&peer->name, &peer->secret,
+                                                          &peer->addrs, &peer->naddrs)) {
         goto fail;
     }
     opal_proc_table_set_value(&c->procs, proc->proc_name, peer);

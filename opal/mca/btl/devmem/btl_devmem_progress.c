@@ -59,13 +59,6 @@ static bool core_contended(uint64_t now)
     return now < contended_until_ns;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 /*
  * Whether our core is shared with a task that runs: a yield of ours that kept us off the core
  * for HANDED_OVER_NS or more let somebody else run there (a no-op yield takes well under a
@@ -218,7 +211,7 @@ static void yield_core(mca_btl_devmem_component_t *c, uint64_t now)
 
     (void) sched_yield();
     c->stats.idle_yields++;
-    back = now_ns();
+    back = mca_btl_devmem_now_ns();
     handovers = back - now >= HANDED_OVER_NS ? handovers + 1 : 0;
     if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu(back)) {
         shared_until_ns = back + SHARED_NS;
@@ -237,7 +230,7 @@ static int sleep_on_sockets(mca_btl_devmem_component_t *c, bool in_wait_loop)
     }
     ran = mca_btl_devmem_watch_dispatch(IDLE_BLOCK_US);
     c->stats.idle_blocks++;
-    last_quiet_call_ns = now_ns(); /* the next call is back to back again */
+    last_quiet_call_ns = mca_btl_devmem_now_ns(); /* the next call is back to back again */
     return ran;
 }
 
@@ -289,7 +282,7 @@ static void wait_ended(mca_btl_devmem_component_t *c)
         || 0 == quiet_since_ns) {
         return;
     }
-    now = now_ns();
+    now = mca_btl_devmem_now_ns();
     if (sleeps_when_contended(c, now)) {
         return; /* not the adaptive choice's wait */
     }
@@ -384,7 +377,7 @@ int mca_btl_devmem_progress(void)
         spin_cpu_mark_ns = 0;
         goto out;
     }
-    now = now_ns();
+    now = mca_btl_devmem_now_ns();
     if (0 == quiet_since_ns) {
         quiet_since_ns = now;
         window_wait = __atomic_load_n(&c->window_gets, __ATOMIC_RELAXED) > 1

@@ -391,11 +391,3 @@ int devmem_copier_wait(struct devmem_copier *c, uint64_t ticket, struct devmem_e
     }
     return rc < 0 ? rc : 0;
 }
-
-int devmem_copier_flush(struct devmem_copier *c, struct devmem_err *err)
-{
-    uint64_t ticket;
-    int rc = devmem_copier_submit(c, &ticket, err);
-
-    return 0 != rc ? rc : devmem_copier_wait(c, ticket, err);
-}

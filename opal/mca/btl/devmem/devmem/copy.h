@@ -105,12 +105,4 @@ int devmem_copier_test(struct devmem_copier *c, uint64_t ticket, struct devmem_e
 /* Block until ticket is done: 0, or -errno as test. */
 int devmem_copier_wait(struct devmem_copier *c, uint64_t ticket, struct devmem_err *err);
 
-/* Submit and wait. */
-int devmem_copier_flush(struct devmem_copier *c, struct devmem_err *err);
-
-static inline size_t devmem_copier_inflight(const struct devmem_copier *c)
-{
-    return c->inflight;
-}
-
 #endif /* DEVMEM_COPY_H */

@@ -101,7 +101,6 @@ static struct {
     cu_result (*mem_alloc)(cu_deviceptr *, size_t);
     cu_result (*mem_free)(cu_deviceptr);
     cu_result (*memcpy_async)(cu_deviceptr, cu_deviceptr, size_t, cu_stream);
-    cu_result (*memset_d8_async)(cu_deviceptr, unsigned char, size_t, cu_stream);
     cu_result (*stream_create)(cu_stream *, unsigned int);
     cu_result (*stream_sync)(cu_stream);
     cu_result (*event_create)(cu_event *, unsigned int);
@@ -168,7 +167,6 @@ static int cuda_syms(void)
         SYM(mem_alloc, "cuMemAlloc_v2"),
         SYM(mem_free, "cuMemFree_v2"),
         SYM(memcpy_async, "cuMemcpyAsync"),
-        SYM(memset_d8_async, "cuMemsetD8Async"),
         SYM(stream_create, "cuStreamCreate"),
         SYM(stream_sync, "cuStreamSynchronize"),
         SYM(event_create, "cuEventCreate"),
@@ -558,29 +556,6 @@ int devmem_cuda_copy(int ordinal, void *dst, const void *src, size_t len,
  * and its launch goes into the stream, and the kernel is loaded, under this lock. */
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int stream_enter(int ordinal, size_t n, int dev_to_dev, struct devmem_err *err);
-
-int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
-                       struct devmem_err *err)
-{
-    cu_result res;
-    int rc;
-
-    if (0 != (rc = stream_enter(ordinal, 0, 0, err))) {
-        return rc;
-    }
-    (void) pthread_mutex_unlock(&stream_lock); /* the fill and its wait need the context */
-    res = cuda.memset_d8_async((cu_deviceptr) addr, v, len, cuda.dev[ordinal].stream);
-    if (CU_SUCCESS == res) {
-        res = cuda.stream_sync(cuda.dev[ordinal].stream);
-    }
-    if (CU_SUCCESS != res) {
-        rc = devmem_err_set(err, EIO, "cuda: cuMemsetD8Async: %s", cu_str(res));
-    }
-    ctx_leave();
-    return rc;
-}
-
 /* The way device-to-device gathers of more than one piece go (devmem_cuda_set_way). */
 static int gather_way = DEVMEM_CUDA_WAY_DEFAULT;
 
@@ -588,11 +563,6 @@ static const char *const way_names[DEVMEM_CUDA_WAYS] = {
     [DEVMEM_CUDA_WAY_KERNEL] = "kernel",
     [DEVMEM_CUDA_WAY_MEMCPY] = "memcpy",
 };
-
-const char *devmem_cuda_way_name(int way)
-{
-    return way >= 0 && way < DEVMEM_CUDA_WAYS ? way_names[way] : "?";
-}
 
 int devmem_cuda_way_by_name(const char *name)
 {

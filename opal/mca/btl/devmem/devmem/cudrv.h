@@ -113,16 +113,11 @@ enum devmem_cuda_way {
 };
 #define DEVMEM_CUDA_WAY_DEFAULT DEVMEM_CUDA_WAY_KERNEL
 int devmem_cuda_set_way(int way, struct devmem_err *err);
-const char *devmem_cuda_way_name(int way);
 int devmem_cuda_way_by_name(const char *name); /* -1: none of that name */
 
 /* Make device `ordinal`'s gathers ready now rather than at the first one: 0 when its
  * multi-piece device-to-device gathers launch the kernel; -EOPNOTSUPP with the reason when
  * they copy piece by piece (still correct, slower); another -errno when the device fails. */
 int devmem_cuda_gather_prepare(int ordinal, struct devmem_err *err);
-
-/* Fill len bytes of device memory with byte value v (tests and benchmarks). */
-int devmem_cuda_memset(int ordinal, uint64_t addr, unsigned char v, size_t len,
-                       struct devmem_err *err);
 
 #endif /* DEVMEM_CUDRV_H */

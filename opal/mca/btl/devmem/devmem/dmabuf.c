@@ -586,14 +586,6 @@ static int region_check(const struct devmem_region *r, size_t off, size_t len,
     return 0;
 }
 
-int devmem_region_copy_in(struct devmem_region *r, size_t off, const void *src, size_t len,
-                          struct devmem_err *err)
-{
-    int rc = region_check(r, off, len, err);
-
-    return 0 != rc ? rc : r->provider->copy_in(r, off, src, len, err);
-}
-
 int devmem_region_copy_out(struct devmem_region *r, size_t off, void *dst, size_t len,
                            struct devmem_err *err)
 {

@@ -70,8 +70,6 @@ const struct devmem_provider *devmem_provider_find(const char *name);
 /* Convenience wrappers that check bounds (off + len <= size) before calling the provider. */
 int devmem_region_alloc(struct devmem_region *r, const struct devmem_provider *p, size_t size,
                         int device, struct devmem_err *err);
-int devmem_region_copy_in(struct devmem_region *r, size_t off, const void *src, size_t len,
-                          struct devmem_err *err);
 int devmem_region_copy_out(struct devmem_region *r, size_t off, void *dst, size_t len,
                            struct devmem_err *err);
 void devmem_region_release(struct devmem_region *r);

@@ -513,7 +513,6 @@ int devmem_emul_dontneed(struct devmem_emul *e, int fd, const void *optval, sock
     if (optlen > 0 && NULL == optval) {
         return -EFAULT;
     }
-    e->stats.dontneed_calls++;
     n = optlen / sizeof(*tokens);
     s = devmem_emul_sock_get(e, fd, 0);
     for (i = 0; i < n; i++) {
@@ -549,25 +548,4 @@ limit:
 void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats *s)
 {
     *s = e->stats;
-}
-
-int devmem_emul_pool_pages(const struct devmem_emul *e, uint32_t id, size_t *total,
-                           size_t *nfree)
-{
-    struct emul_binding *b = devmem_emul_binding_find((struct devmem_emul *) e, id);
-
-    if (NULL == b || !b->is_rx) {
-        return -ENOENT;
-    }
-    *total = b->npages;
-    *nfree = b->nfree;
-    return 0;
-}
-
-size_t devmem_emul_sock_tokens(const struct devmem_emul *e, int fd)
-{
-    if (fd < 0 || (size_t) fd >= e->socks_cap || !e->socks[fd].used) {
-        return 0;
-    }
-    return e->socks[fd].ntok;
 }

@@ -76,9 +76,6 @@ int devmem_emul_steer_ctx(struct devmem_emul *e, uint16_t port, uint32_t ctx,
 /* The RX queue fd's flow arrives on, once a receive has seen it steered: 0, or -ENOENT. */
 int devmem_emul_sock_queue(struct devmem_emul *e, int fd, unsigned int *queue);
 
-/* Bytes steered flows received on RX queue queue (of any interface). */
-uint64_t devmem_emul_queue_bytes(const struct devmem_emul *e, unsigned int queue);
-
 /* A flow-steering rule: TCP flows whose local port is `port` land in RX binding id
  * (what `ethtool -N dev flow-type tcp4 dst-port PORT action QUEUE` does to a bound queue).
  * id 0 removes the rule. */
@@ -103,27 +100,16 @@ ssize_t devmem_emul_sendmsg(struct devmem_emul *e, int fd, const struct msghdr *
 void devmem_emul_sock_close(struct devmem_emul *e, int fd);
 
 struct devmem_emul_stats {
-    uint64_t recv_devmem;     /* receives that produced devmem cmsgs */
-    uint64_t recv_plain;      /* receives of plain data (unsteered, or readable_pct) */
     uint64_t recv_efault;     /* devmem data read without MSG_SOCK_DEVMEM */
     uint64_t recv_toosmall;   /* -ETOOSMALL */
     uint64_t recv_pool_full;  /* -ENOBUFS */
     uint64_t recv_pool_limited; /* receives that took fewer bytes than asked: no free page left */
     uint64_t frags_landed;    /* dmabuf frags handed out (tokens) */
-    uint64_t bytes_dmabuf, bytes_linear, bytes_plain;
-    uint64_t dontneed_calls;
     uint64_t tokens_freed;
     uint64_t tokens_unknown;  /* DONTNEED entries that named no outstanding token */
-    uint64_t tx_sends, tx_bytes, tx_notifications;
+    uint64_t tx_sends;
 };
 
 void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats *s);
-
-/* Pages of an RX binding's pool: total and free. -ENOENT for an unknown id. */
-int devmem_emul_pool_pages(const struct devmem_emul *e, uint32_t id, size_t *total,
-                           size_t *nfree);
-
-/* Tokens the socket holds (the kernel's sk_user_frags), 0 for an unknown socket. */
-size_t devmem_emul_sock_tokens(const struct devmem_emul *e, int fd);
 
 #endif /* DEVMEM_EMUL_H */

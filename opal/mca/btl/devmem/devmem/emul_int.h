@@ -2,7 +2,8 @@
 /*
  * What the emulated kernel's files share (emul.c: bindings, pools, sockets, tokens,
  * DONTNEED; emul_rx.c: the devmem recvmsg; emul_tx.c: the devmem sendmsg and its zerocopy
- * notifications). Not for anyone else: emul.h is the interface.
+ * notifications), and the unit tests that look at its state. Not for the component: emul.h
+ * is the interface.
  */
 #ifndef DEVMEM_EMUL_INT_H
 #define DEVMEM_EMUL_INT_H

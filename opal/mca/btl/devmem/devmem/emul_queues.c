@@ -211,11 +211,6 @@ int devmem_emul_sock_queue(struct devmem_emul *e, int fd, unsigned int *queue)
     return 0;
 }
 
-uint64_t devmem_emul_queue_bytes(const struct devmem_emul *e, unsigned int queue)
-{
-    return queue < EMUL_QUEUES ? e->queue_bytes[queue] : 0;
-}
-
 void devmem_emul_ctx_fini(struct devmem_emul *e)
 {
     free(e->ctxs);

@@ -44,15 +44,13 @@ static struct emul_binding *steered(struct devmem_emul *e, struct emul_sock *s, 
     return NULL;
 }
 
-static ssize_t plain_recv(struct devmem_emul *e, int fd, struct msghdr *msg, int flags)
+static ssize_t plain_recv(int fd, struct msghdr *msg, int flags)
 {
     ssize_t ret = recvmsg(fd, msg, flags & ~MSG_SOCK_DEVMEM);
 
     if (ret < 0) {
         return -errno;
     }
-    e->stats.recv_plain++;
-    e->stats.bytes_plain += (uint64_t) ret;
     return ret;
 }
 
@@ -246,9 +244,6 @@ static int land_pieces(struct devmem_emul *e, struct emul_sock *s, struct emul_b
                 continue;
             }
             e->stats.frags_landed++;
-            e->stats.bytes_dmabuf += p->len;
-        } else {
-            e->stats.bytes_linear += p->len;
         }
         hdr.cmsg_len = CMSG_LEN(sizeof(dc));
         hdr.cmsg_level = SOL_SOCKET;
@@ -321,7 +316,6 @@ static ssize_t devmem_recv(struct devmem_emul *e, struct emul_sock *s, struct em
         return got;
     }
     fail = land_pieces(e, s, b, msg, np, (size_t) got);
-    e->stats.recv_devmem++;
     /* A device copy or token failure after bytes left the socket is not recoverable; the
      * tokens already handed out go back when the socket closes. */
     return 0 != fail ? fail : got;
@@ -374,7 +368,6 @@ static ssize_t errqueue_recv(struct devmem_emul *e, struct emul_sock *s, int fd,
     /* The notification is dequeued even when truncated, as the kernel does. */
     memmove(s->errq, s->errq + 1, (s->errq_n - 1) * sizeof(*s->errq));
     s->errq_n--;
-    e->stats.tx_notifications++;
     return 0;
 }
 
@@ -392,7 +385,7 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
     b = (NULL != s) ? steered(e, s, fd) : NULL;
     if (NULL == b) {
         /* An unbound queue: ordinary TCP data, no cmsg, whatever the flag says. */
-        ret = plain_recv(e, fd, msg, flags);
+        ret = plain_recv(fd, msg, flags);
         count_queue(e, s, ret);
         return ret;
     }
@@ -411,7 +404,7 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         return -EFAULT;
     }
     if ((size_t) devmem_emul_rnd_below(e, 100) < e->cfg.readable_pct) {
-        ret = plain_recv(e, fd, msg, flags); /* a readable skb: header split did not happen */
+        ret = plain_recv(fd, msg, flags); /* a readable skb: header split did not happen */
     } else {
         ret = devmem_recv(e, s, b, fd, msg, flags);
     }

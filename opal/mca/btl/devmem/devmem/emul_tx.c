@@ -153,7 +153,6 @@ ssize_t devmem_emul_sendmsg(struct devmem_emul *e, int fd, const struct msghdr *
     if (ret > 0) {
         errq_push(s, s->zckey++);
         e->stats.tx_sends++;
-        e->stats.tx_bytes += (uint64_t) ret;
     }
     return ret;
 }

@@ -229,9 +229,11 @@ static int call_locked(struct devmem_helper_client *c, uint16_t type, const void
     return 0;
 }
 
-int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
-                       size_t body_len, const int *fds, size_t nfds,
-                       struct devmem_helper_msg *answer, struct devmem_err *err)
+/* Send one message with fds, wait for the answer with the same seq. *answer is REPLY, ERROR
+ * or STATUS_TEXT; an ERROR is returned as -code with err set from it. */
+static int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
+                              size_t body_len, const int *fds, size_t nfds,
+                              struct devmem_helper_msg *answer, struct devmem_err *err)
 {
     int rc;
 

@@ -58,13 +58,6 @@ int devmem_helper_release(struct devmem_helper_client *c, uint32_t binding_id,
 int devmem_helper_status(struct devmem_helper_client *c, char *text, size_t cap,
                          struct devmem_err *err);
 
-/* Send one message with fds, wait for the answer with the same seq. For tests that speak
- * the protocol by hand; the calls above use it. *answer is REPLY, ERROR or STATUS_TEXT;
- * an ERROR is returned as -code with err set from it. */
-int devmem_helper_call(struct devmem_helper_client *c, uint16_t type, const void *body,
-                       size_t body_len, const int *fds, size_t nfds,
-                       struct devmem_helper_msg *answer, struct devmem_err *err);
-
 /* One sendmsg of buf with nfds descriptors (SCM_RIGHTS) on fd, MSG_NOSIGNAL | flags: what
  * sendmsg returns. Up to DEVMEM_HELPER_SEND_FDS_MAX descriptors, more than a message takes,
  * so that tests can send too many. */

@@ -292,20 +292,6 @@ int devmem_ledger_release(struct devmem_ledger *l, uint32_t token, struct devmem
     return 0;
 }
 
-int devmem_ledger_release_frags(struct devmem_ledger *l, const struct devmem_frag *frags,
-                                size_t n, struct devmem_err *err)
-{
-    size_t i;
-    int rc = 0;
-
-    for (i = 0; i < n && 0 == rc; i++) {
-        if (DEVMEM_FRAG_DMABUF == frags[i].kind) {
-            rc = devmem_ledger_release(l, frags[i].token, err);
-        }
-    }
-    return rc;
-}
-
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;

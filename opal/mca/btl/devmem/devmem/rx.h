@@ -97,24 +97,12 @@ int devmem_ledger_add(struct devmem_ledger *l, const struct devmem_frag *frags, 
 /* The user is done with token: it moves to the return list. -ENOENT when it is not
  * outstanding (unknown, or released twice). */
 int devmem_ledger_release(struct devmem_ledger *l, uint32_t token, struct devmem_err *err);
-/* Release the tokens of every DMABUF frag in frags[0..n). */
-int devmem_ledger_release_frags(struct devmem_ledger *l, const struct devmem_frag *frags,
-                                size_t n, struct devmem_err *err);
 /* Return the released tokens in batches (<= 128 ranges, <= 1024 frags per call), checking
  * the count freed. A short count drops those tokens (they cannot be retried safely), counts
  * them in tokens_lost and fails with -EIO; a failed call keeps them for the next flush. */
 int devmem_ledger_flush(struct devmem_ledger *l, struct devmem_err *err);
 /* Release every outstanding token, flush, and free the ledger. Returns the first error. */
 int devmem_ledger_close(struct devmem_ledger *l, struct devmem_err *err);
-
-static inline size_t devmem_ledger_outstanding(const struct devmem_ledger *l)
-{
-    return l->outstanding;
-}
-static inline size_t devmem_ledger_pending(const struct devmem_ledger *l)
-{
-    return l->npending;
-}
 
 /* ---- one receive ------------------------------------------------------------------------ */
 
