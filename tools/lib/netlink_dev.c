@@ -86,22 +86,13 @@ int devmem_nl_parse_dev(const void *buf, size_t len, uint32_t seq, struct devmem
 int devmem_nl_dev_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_dev *dev,
                       struct devmem_err *err)
 {
-    unsigned char req[64];
-    char what[64];
-    int rc;
+    int rc = devmem_nl_ask(nl, "dev-get", ifindex, devmem_nl_build_dev_get, dev_cb, dev,
+                           sizeof(*dev), err);
 
-    devmem_nl_describe(what, sizeof(what), "dev-get", ifindex);
-    if (NULL == nl || NULL == dev) {
-        return devmem_err_set(err, EINVAL, "netlink: %s: invalid arguments", what);
-    }
-    memset(dev, 0, sizeof(*dev));
-    rc = devmem_nl_build_dev_get(req, sizeof(req), devmem_nl_family_id(nl),
-                                 devmem_nl_next_seq(nl), ifindex);
-    if (rc < 0) {
-        return devmem_err_set(err, -rc, "netlink: %s: cannot build the request", what);
-    }
-    rc = devmem_nl_transact(nl, req, (size_t) rc, dev_cb, dev, what, NULL, 0, err);
     if (0 == rc && 0 == dev->ifindex) {
+        char what[64];
+
+        devmem_nl_describe(what, sizeof(what), "dev-get", ifindex);
         rc = devmem_err_set(err, EBADMSG, "netlink: %s: reply without an ifindex", what);
     }
     return rc;

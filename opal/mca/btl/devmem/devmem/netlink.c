@@ -274,28 +274,31 @@ int devmem_nl_bind_tx(struct devmem_nl *nl, unsigned int ifindex, int dmabuf_fd,
     return do_bind(nl, DEVMEM_NETDEV_CMD_BIND_TX, ifindex, dmabuf_fd, NULL, 0, binding_id, err);
 }
 
-int devmem_nl_queue_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_queues *q,
-                        struct devmem_err *err)
+int devmem_nl_ask(struct devmem_nl *nl, const char *op, unsigned int ifindex,
+                  devmem_nl_build_fn build, devmem_nl_data_cb cb, void *arg, size_t arg_size,
+                  struct devmem_err *err)
 {
     unsigned char req[64];
     char what[64];
     int rc;
 
-    devmem_nl_describe(what, sizeof(what), "queue-get", ifindex);
-    if (NULL == nl || NULL == q) {
-        rc = devmem_err_set(err, EINVAL, "netlink: %s: invalid arguments", what);
-        goto cleanup;
+    devmem_nl_describe(what, sizeof(what), op, ifindex);
+    if (NULL == nl || NULL == arg) {
+        return devmem_err_set(err, EINVAL, "netlink: %s: invalid arguments", what);
     }
-    memset(q, 0, sizeof(*q));
-    rc = devmem_nl_build_queue_get(req, sizeof(req), nl->family, devmem_nl_next_seq(nl),
-                                   ifindex);
+    memset(arg, 0, arg_size);
+    rc = build(req, sizeof(req), nl->family, devmem_nl_next_seq(nl), ifindex);
     if (rc < 0) {
-        rc = devmem_err_set(err, -rc, "netlink: %s: cannot build the request", what);
-        goto cleanup;
+        return devmem_err_set(err, -rc, "netlink: %s: cannot build the request", what);
     }
-    rc = devmem_nl_transact(nl, req, (size_t) rc, devmem_nl_queues_cb, q, what, NULL, 0, err);
-cleanup:
-    return rc;
+    return devmem_nl_transact(nl, req, (size_t) rc, cb, arg, what, NULL, 0, err);
+}
+
+int devmem_nl_queue_get(struct devmem_nl *nl, unsigned int ifindex, struct devmem_nl_queues *q,
+                        struct devmem_err *err)
+{
+    return devmem_nl_ask(nl, "queue-get", ifindex, devmem_nl_build_queue_get,
+                         devmem_nl_queues_cb, q, sizeof(*q), err);
 }
 
 #else /* !HAVE_LIBMNL */

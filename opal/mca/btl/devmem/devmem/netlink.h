@@ -106,6 +106,15 @@ int devmem_nl_transact(struct devmem_nl *nl, const void *req, size_t len, devmem
                        void *arg, const char *what, const char *const *attr_names,
                        size_t n_attr_names, struct devmem_err *err);
 
+/* A request about device ifindex, as build writes it (dev-get, queue-get), its replies
+ * through cb into *arg (zeroed first, arg_size bytes); errors as transact's, op naming the
+ * exchange. */
+typedef int (*devmem_nl_build_fn)(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                  unsigned int ifindex);
+int devmem_nl_ask(struct devmem_nl *nl, const char *op, unsigned int ifindex,
+                  devmem_nl_build_fn build, devmem_nl_data_cb cb, void *arg, size_t arg_size,
+                  struct devmem_err *err);
+
 /* "dev-get on lo", or "... on ifindex 7" when the name is gone: what transact says. */
 void devmem_nl_describe(char *out, size_t size, const char *op, unsigned int ifindex);
 
