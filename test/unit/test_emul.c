@@ -313,8 +313,8 @@ static void run_xfer(struct xfer *x)
           "%s: ledger bytes dmabuf %llu + linear %llu == total", x->name,
           (unsigned long long) l.stats.bytes_dmabuf, (unsigned long long) l.stats.bytes_linear);
     devmem_emul_get_stats(k->emul, &es);
-    pool_pages(k->emul, rx_id, &total_pages, &free_pages);
-    CHECK(total_pages == free_pages && es.frags_landed == es.tokens_freed &&
+    rc = pool_pages(k->emul, rx_id, &total_pages, &free_pages);
+    CHECK(0 == rc && total_pages > 0 && total_pages == free_pages && es.frags_landed == es.tokens_freed &&
               es.frags_landed == l.stats.tokens_received && 0 == es.tokens_unknown,
           "%s: pool whole again (%zu/%zu pages free), emul landed %llu == freed %llu", x->name,
           free_pages, total_pages, (unsigned long long) es.frags_landed,
@@ -481,8 +481,8 @@ static void contract(void)
     tk[0].token_start = 1;
     rc = devmem_emul_dontneed(e, rcv, tk, sizeof(tk[0]));
     CHECK(0 == rc, "contract: returning them twice frees nothing");
-    pool_pages(e, rx_id, &total, &nfree);
-    CHECK(total == nfree && 0 == sock_tokens(e, rcv), "contract: pool whole");
+    CHECK(0 == pool_pages(e, rx_id, &total, &nfree) && total > 0 && total == nfree
+              && 0 == sock_tokens(e, rcv), "contract: pool whole");
 
     /* socket close gives the tokens back; unbind keeps the pool until then */
     n = write(snd, buf, 8192);

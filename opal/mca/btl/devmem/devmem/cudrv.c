@@ -646,8 +646,8 @@ static int gather_ready(int ordinal, size_t n, int dev_to_dev, struct devmem_err
     }
     if (NULL == cuda.mem_host_alloc || NULL == cuda.mem_host_get_device_pointer
         || NULL == cuda.mem_free_host) {
-        kernel_off(d, "cuda: the driver lacks cuMemHostAlloc or cuMemHostGetDevicePointer "
-                      "(no mapped piece array)");
+        kernel_off(d, "cuda: the driver lacks cuMemHostAlloc, cuMemFreeHost or "
+                      "cuMemHostGetDevicePointer (no mapped piece array)");
     } else if (0 != load_module(&d->module, &d->gather, devmem_gather_ptx, "devmem_gather",
                                 &load)) {
         kernel_off(d, load.msg);
@@ -710,7 +710,9 @@ static cu_result mapped_slot(struct cuda_dev *d, size_t n, struct mapped_slot **
 
 /* One launch of the gather kernel over n pieces (more than one, all device memory), the
  * piece array written to pinned host memory that the kernel reads across the bus: no
- * upload, no staging copy. *launched false: no room for the array, nothing enqueued. */
+ * upload, no staging copy. *launched false: no room for a larger array now (pinned memory
+ * short for a moment), nothing enqueued: this batch goes piece by piece, the next tries
+ * again. A device that can have no array at all is found by gather_prepare. */
 static cu_result enqueue_kernel(struct cuda_dev *d, const struct devmem_copy *ops, size_t n,
                                 bool *launched, const char **what)
 {
@@ -725,16 +727,8 @@ static cu_result enqueue_kernel(struct cuda_dev *d, const struct devmem_copy *op
 
     *launched = false;
     *what = "mapped piece array";
-    if (CU_SUCCESS != (res = mapped_slot(d, n, &m, &grown))) {
+    if (CU_SUCCESS != (res = mapped_slot(d, n, &m, &grown)) || NULL == m) {
         return res;
-    }
-    if (NULL == m) {
-        char why[DEVMEM_ERR_MSG_MAX];
-
-        snprintf(why, sizeof(why), "cuda: mapped host memory for %zu gather pieces: %s", n,
-                 cu_str(grown));
-        kernel_off(d, why);
-        return CU_SUCCESS;
     }
     memcpy(m->host, ops, n * sizeof(*ops));
     array = m->dev;
@@ -756,7 +750,8 @@ static cu_result enqueue(struct cuda_dev *d, const struct devmem_copy *ops, size
     cu_result res = CU_SUCCESS;
     bool launched = false;
 
-    if (dev_to_dev && n > 1 && kernel_way(d)) {
+    /* the way is read again here: a kernel not loaded is no kernel (set_way meanwhile) */
+    if (dev_to_dev && n > 1 && kernel_way(d) && NULL != d->gather) {
         res = enqueue_kernel(d, ops, n, &launched, what);
         if (launched || CU_SUCCESS != res) {
             return res;
