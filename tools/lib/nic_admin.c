@@ -9,8 +9,17 @@
 
 #include <errno.h>
 #include <linux/ethtool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef HAVE_LIBMNL
+#include <libmnl/libmnl.h>
+#include <linux/ethtool_netlink.h>
+#include <linux/netlink.h>
+
+#include "netlink.h"
+#endif
 
 static void copy_field(char *dst, size_t dstsize, const char *src, size_t srcsize)
 {
@@ -255,3 +264,145 @@ int devmem_nic_flow_list(const char *ifname, struct devmem_nic_rule *rules, size
     return rc;
 }
 
+/* ---- header split and RX buffer length: ethtool netlink rings-set ------------------------- */
+
+#ifdef HAVE_LIBMNL
+
+int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
+                               const char *ifname, enum devmem_nic_hds split, int set_thresh,
+                               uint32_t thresh)
+{
+    struct nlmsghdr *nlh;
+
+    if (split > DEVMEM_NIC_HDS_ON) {
+        return -EINVAL;
+    }
+    nlh = devmem_nic_rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_SET, ifname);
+    if (NULL == nlh
+        || (DEVMEM_NIC_HDS_UNKNOWN != split
+            && !mnl_attr_put_u8_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT,
+                                      (uint8_t) split))
+        || (set_thresh
+            && !mnl_attr_put_u32_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH, thresh))) {
+        return -ENOBUFS;
+    }
+    return (int) nlh->nlmsg_len;
+}
+
+int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                          const char *ifname, uint32_t len)
+{
+    struct nlmsghdr *nlh;
+
+    if (0 == len) {
+        return -EINVAL;
+    }
+    nlh = devmem_nic_rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_SET, ifname);
+    if (NULL == nlh
+        || !mnl_attr_put_u32_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN, len)) {
+        return -ENOBUFS;
+    }
+    return (int) nlh->nlmsg_len;
+}
+
+int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
+                                const char *ifname, const char *what, struct devmem_err *err)
+{
+    char label[96];
+
+    snprintf(label, sizeof(label), "ethtool %s on %s", what, ifname);
+    return devmem_nl_status_err(st, req, len, label, devmem_nic_rings_attr_names,
+                                DEVMEM_NIC_RINGS_ATTR_NAMES, err);
+}
+
+/* What a rings-set carries: rx_buf_len alone when it is not 0, else split and thresh. */
+struct rings_set {
+    enum devmem_nic_hds split;
+    int set_thresh;
+    uint32_t thresh;
+    uint32_t rx_buf_len;
+};
+
+static int build_set(void *buf, size_t size, uint16_t family, uint32_t seq, const char *ifname,
+                     const void *arg)
+{
+    const struct rings_set *r = arg;
+
+    return 0 != r->rx_buf_len
+               ? devmem_nic_build_rings_set_rx_buf_len(buf, size, family, seq, ifname,
+                                                       r->rx_buf_len)
+               : devmem_nic_build_rings_set(buf, size, family, seq, ifname, r->split,
+                                            r->set_thresh, r->thresh);
+}
+
+int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
+                                uint32_t thresh, struct devmem_err *err)
+{
+    if (DEVMEM_NIC_HDS_UNKNOWN == split && !set_thresh) {
+        return 0; /* nothing asked */
+    }
+    struct rings_set r = {split, set_thresh, thresh, 0};
+
+    return devmem_nic_rings_exchange(ifname, build_set, &r, NULL, "rings-set", err);
+}
+
+int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
+                              struct devmem_err *err)
+{
+    struct rings_set r = {DEVMEM_NIC_HDS_UNKNOWN, 0, 0, len};
+    struct devmem_nic_rings rings;
+    char what[48];
+    int rc;
+
+    if (0 == len) {
+        return devmem_err_set(err, EINVAL, "ethtool rx-buf-len on %s: a length of 0 bytes",
+                              NULL == ifname ? "(null)" : ifname);
+    }
+    snprintf(what, sizeof(what), "rings-set rx-buf-len %u", (unsigned) len);
+    rc = devmem_nic_rings_exchange(ifname, build_set, &r, NULL, what, err);
+    if (0 == rc && NULL != in_use) {
+        /* what the driver made of it: it may round, or keep a length of its own */
+        rc = devmem_nic_get_rings(ifname, &rings, err);
+        *in_use = 0 == rc && rings.has_rx_buf_len ? rings.rx_buf_len : 0;
+    }
+    return rc;
+}
+
+#else /* !HAVE_LIBMNL */
+
+int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
+                               const char *ifname, enum devmem_nic_hds split, int set_thresh,
+                               uint32_t thresh)
+{
+    return -EOPNOTSUPP;
+}
+
+
+int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                          const char *ifname, uint32_t len)
+{
+    return -EOPNOTSUPP;
+}
+
+int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
+                                const char *ifname, const char *what, struct devmem_err *err)
+{
+    return devmem_err_set(err, EOPNOTSUPP, "built without libmnl");
+}
+
+int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
+                              struct devmem_err *err)
+{
+    return devmem_err_set(err, EOPNOTSUPP, "ethtool rings-set: built without libmnl "
+                          "(rx-buf-len is set through ethtool netlink)");
+}
+
+
+int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
+                                uint32_t thresh, struct devmem_err *err)
+{
+    return devmem_err_set(err, EOPNOTSUPP, "ethtool rings-set: built without libmnl "
+                          "(header split is set through ethtool netlink)");
+}
+
+#endif /* HAVE_LIBMNL */

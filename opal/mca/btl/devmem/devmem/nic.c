@@ -22,19 +22,6 @@
 #include <linux/netlink.h>
 #endif
 
-/* ethtool netlink "rings" attributes; the 6.1 headers here stop at TX_PUSH (13). */
-enum {
-    DEVMEM_ETHTOOL_A_RINGS_HEADER = 1,
-    DEVMEM_ETHTOOL_A_RINGS_RX_MAX = 2,
-    DEVMEM_ETHTOOL_A_RINGS_TX_MAX = 5,
-    DEVMEM_ETHTOOL_A_RINGS_RX = 6,
-    DEVMEM_ETHTOOL_A_RINGS_TX = 9,
-    DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN = 10,     /* u32, Linux 5.18+, few drivers */
-    DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT = 11, /* u8 */
-    DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH = 17,     /* u32, Linux 6.13+ */
-    DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH_MAX = 18, /* u32 */
-};
-
 #define DEVMEM_ETHTOOL_FAMILY_NAME "ethtool"
 #define DEVMEM_ETHTOOL_FAMILY_VERSION 1
 
@@ -397,15 +384,15 @@ int devmem_nic_flow_del(const char *ifname, uint32_t rule_id, struct devmem_err 
 
 #ifdef HAVE_LIBMNL
 
-static const char *const rings_attr_names[] = {
+const char *const devmem_nic_rings_attr_names[DEVMEM_NIC_RINGS_ATTR_NAMES] = {
     [DEVMEM_ETHTOOL_A_RINGS_HEADER] = "header",
     [DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN] = "rx-buf-len",
     [DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT] = "tcp-data-split",
     [DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH] = "hds-thresh",
 };
 
-static struct nlmsghdr *rings_header(void *buf, size_t size, uint16_t family, uint32_t seq,
-                                     uint8_t cmd, const char *ifname)
+struct nlmsghdr *devmem_nic_rings_header(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                         uint8_t cmd, const char *ifname)
 {
     struct nlmsghdr *nlh;
     struct nlattr *nest;
@@ -429,56 +416,10 @@ static struct nlmsghdr *rings_header(void *buf, size_t size, uint16_t family, ui
 int devmem_nic_build_rings_get(void *buf, size_t size, uint16_t family, uint32_t seq,
                                const char *ifname)
 {
-    struct nlmsghdr *nlh = rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_GET, ifname);
+    struct nlmsghdr *nlh = devmem_nic_rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_GET,
+                                                   ifname);
 
     return NULL == nlh ? -ENOBUFS : (int) nlh->nlmsg_len;
-}
-
-int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
-                               const char *ifname, enum devmem_nic_hds split, int set_thresh,
-                               uint32_t thresh)
-{
-    struct nlmsghdr *nlh;
-
-    if (split > DEVMEM_NIC_HDS_ON) {
-        return -EINVAL;
-    }
-    nlh = rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_SET, ifname);
-    if (NULL == nlh
-        || (DEVMEM_NIC_HDS_UNKNOWN != split
-            && !mnl_attr_put_u8_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT,
-                                      (uint8_t) split))
-        || (set_thresh
-            && !mnl_attr_put_u32_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH, thresh))) {
-        return -ENOBUFS;
-    }
-    return (int) nlh->nlmsg_len;
-}
-
-int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
-                                          const char *ifname, uint32_t len)
-{
-    struct nlmsghdr *nlh;
-
-    if (0 == len) {
-        return -EINVAL;
-    }
-    nlh = rings_header(buf, size, family, seq, ETHTOOL_MSG_RINGS_SET, ifname);
-    if (NULL == nlh
-        || !mnl_attr_put_u32_check(nlh, size, DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN, len)) {
-        return -ENOBUFS;
-    }
-    return (int) nlh->nlmsg_len;
-}
-
-int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
-                                const char *ifname, const char *what, struct devmem_err *err)
-{
-    char label[96];
-
-    snprintf(label, sizeof(label), "ethtool %s on %s", what, ifname);
-    return devmem_nl_status_err(st, req, len, label, rings_attr_names,
-                                sizeof(rings_attr_names) / sizeof(rings_attr_names[0]), err);
 }
 
 static int rings_attr_cb(uint16_t type, const void *payload, size_t len, void *arg)
@@ -525,11 +466,16 @@ int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
     return devmem_nl_parse(buf, len, seq, rings_cb, rings, st, err);
 }
 
-/* One rings exchange: get when rings != NULL, else set rx-buf-len when rx_buf_len != 0, else
- * set header split. */
-static int rings_transact(const char *ifname, struct devmem_nic_rings *rings,
-                          enum devmem_nic_hds split, int set_thresh, uint32_t thresh,
-                          uint32_t rx_buf_len, const char *what, struct devmem_err *err)
+static int build_get(void *buf, size_t size, uint16_t family, uint32_t seq, const char *ifname,
+                     const void *arg)
+{
+    (void) arg;
+    return devmem_nic_build_rings_get(buf, size, family, seq, ifname);
+}
+
+int devmem_nic_rings_exchange(const char *ifname, devmem_nic_rings_build_fn build,
+                              const void *arg, struct devmem_nic_rings *rings, const char *what,
+                              struct devmem_err *err)
 {
     struct devmem_nl *nl = NULL;
     unsigned char req[128];
@@ -544,17 +490,7 @@ static int rings_transact(const char *ifname, struct devmem_nic_rings *rings,
     if (rc < 0) {
         goto cleanup;
     }
-    if (NULL != rings) {
-        rc = devmem_nic_build_rings_get(req, sizeof(req), devmem_nl_family_id(nl),
-                                        devmem_nl_next_seq(nl), ifname);
-    } else if (0 != rx_buf_len) {
-        rc = devmem_nic_build_rings_set_rx_buf_len(req, sizeof(req), devmem_nl_family_id(nl),
-                                                   devmem_nl_next_seq(nl), ifname, rx_buf_len);
-    } else {
-        rc = devmem_nic_build_rings_set(req, sizeof(req), devmem_nl_family_id(nl),
-                                        devmem_nl_next_seq(nl), ifname, split, set_thresh,
-                                        thresh);
-    }
+    rc = build(req, sizeof(req), devmem_nl_family_id(nl), devmem_nl_next_seq(nl), ifname, arg);
     if (rc < 0) {
         rc = devmem_err_set(err, -rc, "ethtool: %s on %s: cannot build the request", what,
                             ifname);
@@ -562,8 +498,7 @@ static int rings_transact(const char *ifname, struct devmem_nic_rings *rings,
     }
     snprintf(label, sizeof(label), "ethtool %s on %s", what, ifname);
     rc = devmem_nl_transact(nl, req, (size_t) rc, NULL == rings ? NULL : rings_cb, rings, label,
-                            rings_attr_names,
-                            sizeof(rings_attr_names) / sizeof(rings_attr_names[0]), err);
+                            devmem_nic_rings_attr_names, DEVMEM_NIC_RINGS_ATTR_NAMES, err);
 cleanup:
     devmem_nl_close(nl);
     return rc;
@@ -573,50 +508,13 @@ int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
                          struct devmem_err *err)
 {
     memset(rings, 0, sizeof(*rings));
-    return rings_transact(ifname, rings, DEVMEM_NIC_HDS_UNKNOWN, 0, 0, 0, "rings-get", err);
-}
-
-int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
-                                uint32_t thresh, struct devmem_err *err)
-{
-    if (DEVMEM_NIC_HDS_UNKNOWN == split && !set_thresh) {
-        return 0; /* nothing asked */
-    }
-    return rings_transact(ifname, NULL, split, set_thresh, thresh, 0, "rings-set", err);
-}
-
-int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
-                              struct devmem_err *err)
-{
-    struct devmem_nic_rings rings;
-    char what[48];
-    int rc;
-
-    if (0 == len) {
-        return devmem_err_set(err, EINVAL, "ethtool rx-buf-len on %s: a length of 0 bytes",
-                              NULL == ifname ? "(null)" : ifname);
-    }
-    snprintf(what, sizeof(what), "rings-set rx-buf-len %u", (unsigned) len);
-    rc = rings_transact(ifname, NULL, DEVMEM_NIC_HDS_UNKNOWN, 0, 0, len, what, err);
-    if (0 == rc && NULL != in_use) {
-        /* what the driver made of it: it may round, or keep a length of its own */
-        rc = devmem_nic_get_rings(ifname, &rings, err);
-        *in_use = 0 == rc && rings.has_rx_buf_len ? rings.rx_buf_len : 0;
-    }
-    return rc;
+    return devmem_nic_rings_exchange(ifname, build_get, NULL, rings, "rings-get", err);
 }
 
 #else /* !HAVE_LIBMNL */
 
 int devmem_nic_build_rings_get(void *buf, size_t size, uint16_t family, uint32_t seq,
                                const char *ifname)
-{
-    return -EOPNOTSUPP;
-}
-
-int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
-                               const char *ifname, enum devmem_nic_hds split, int set_thresh,
-                               uint32_t thresh)
 {
     return -EOPNOTSUPP;
 }
@@ -628,37 +526,11 @@ int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
     return devmem_err_set(err, EOPNOTSUPP, "built without libmnl");
 }
 
-int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
-                                          const char *ifname, uint32_t len)
-{
-    return -EOPNOTSUPP;
-}
-
-int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
-                                const char *ifname, const char *what, struct devmem_err *err)
-{
-    return devmem_err_set(err, EOPNOTSUPP, "built without libmnl");
-}
-
-int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
-                              struct devmem_err *err)
-{
-    return devmem_err_set(err, EOPNOTSUPP, "ethtool rings-set: built without libmnl "
-                          "(rx-buf-len is set through ethtool netlink)");
-}
-
 int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
                          struct devmem_err *err)
 {
     return devmem_err_set(err, EOPNOTSUPP, "ethtool rings-get: built without libmnl "
                           "(header split is read through ethtool netlink)");
-}
-
-int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
-                                uint32_t thresh, struct devmem_err *err)
-{
-    return devmem_err_set(err, EOPNOTSUPP, "ethtool rings-set: built without libmnl "
-                          "(header split is set through ethtool netlink)");
 }
 
 #endif /* HAVE_LIBMNL */

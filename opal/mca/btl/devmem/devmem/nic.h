@@ -58,19 +58,35 @@ struct devmem_nic_rings {
 int devmem_nic_get_rings(const char *ifname, struct devmem_nic_rings *rings,
                          struct devmem_err *err);
 
-/* Set tcp-data-split to `split` (UNKNOWN: leave it), and hds-thresh to `thresh` when
- * set_thresh. Header split for devmem: (DEVMEM_NIC_HDS_ON, 1, 0); restore with the values
- * devmem_nic_get_rings returned. */
-int devmem_nic_set_header_split(const char *ifname, enum devmem_nic_hds split, int set_thresh,
-                                uint32_t thresh, struct devmem_err *err);
+/* ethtool netlink "rings" attributes; the 6.1 headers here stop at TX_PUSH (13). */
+enum {
+    DEVMEM_ETHTOOL_A_RINGS_HEADER = 1,
+    DEVMEM_ETHTOOL_A_RINGS_RX_MAX = 2,
+    DEVMEM_ETHTOOL_A_RINGS_TX_MAX = 5,
+    DEVMEM_ETHTOOL_A_RINGS_RX = 6,
+    DEVMEM_ETHTOOL_A_RINGS_TX = 9,
+    DEVMEM_ETHTOOL_A_RINGS_RX_BUF_LEN = 10,     /* u32, Linux 5.18+, few drivers */
+    DEVMEM_ETHTOOL_A_RINGS_TCP_DATA_SPLIT = 11, /* u8 */
+    DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH = 17,     /* u32, Linux 6.13+ */
+    DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH_MAX = 18, /* u32 */
+};
+/* Their names, for the kernel's word on which one it refused (indexed by type). */
+#define DEVMEM_NIC_RINGS_ATTR_NAMES (DEVMEM_ETHTOOL_A_RINGS_HDS_THRESH + 1)
+extern const char *const devmem_nic_rings_attr_names[DEVMEM_NIC_RINGS_ATTR_NAMES];
 
-/* The RX buffer length (ethtool rx-buf-len, ETHTOOL_A_RINGS_RX_BUF_LEN): device-wide, for
- * every RX queue of ifname; Linux 6.18 has no per-queue setting (netdev netlink has no
- * queue-set). Drivers without it refuse (EOPNOTSUPP, "setting rx buf len not supported");
- * err then names the interface, the value and the kernel's words. On success *in_use (may be
- * NULL) is the length the driver reports afterwards, 0 when it reports none. */
-int devmem_nic_set_rx_buf_len(const char *ifname, uint32_t len, uint32_t *in_use,
+/* One ethtool rings exchange on ifname: the request build writes (for the family id and
+ * sequence number it is given, arg passed through) and, when rings is not NULL, the reply
+ * parsed into it; what names the step in err. Its header (ETHTOOL_A_RINGS_HEADER with the
+ * device name) for a request of command cmd, or NULL when it does not fit. The setters are
+ * the admin tools' (tools/lib/nic_admin.h). */
+typedef int (*devmem_nic_rings_build_fn)(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                         const char *ifname, const void *arg);
+int devmem_nic_rings_exchange(const char *ifname, devmem_nic_rings_build_fn build,
+                              const void *arg, struct devmem_nic_rings *rings, const char *what,
                               struct devmem_err *err);
+struct nlmsghdr;
+struct nlmsghdr *devmem_nic_rings_header(void *buf, size_t size, uint16_t family, uint32_t seq,
+                                         uint8_t cmd, const char *ifname);
 
 /* RSS: ETHTOOL_GRXRINGS and the indirection table (ETHTOOL_GRXFHINDIR / SRXFHINDIR). */
 struct devmem_nic_rss {
@@ -117,17 +133,7 @@ int devmem_nic_flow_spec(const struct devmem_nic_flow *flow, uint32_t location,
 /* ethtool netlink rings requests, for the family id `family`; length or -errno. */
 int devmem_nic_build_rings_get(void *buf, size_t size, uint16_t family, uint32_t seq,
                                const char *ifname);
-int devmem_nic_build_rings_set(void *buf, size_t size, uint16_t family, uint32_t seq,
-                               const char *ifname, enum devmem_nic_hds split, int set_thresh,
-                               uint32_t thresh);
-/* rings-set with rx-buf-len `len` alone (0: -EINVAL, the kernel's policy refuses it). */
-int devmem_nic_build_rings_set_rx_buf_len(void *buf, size_t size, uint16_t family, uint32_t seq,
-                                          const char *ifname, uint32_t len);
-/* Describe a refused rings exchange req[0..len) in err as the setters do: "netlink: ethtool
- * WHAT on IFNAME: <strerror> (kernel: <extack>) [it flagged <attribute>]"; -st->error. */
 struct devmem_nl_status;
-int devmem_nic_rings_status_err(const struct devmem_nl_status *st, const void *req, size_t len,
-                                const char *ifname, const char *what, struct devmem_err *err);
 /* Parse one buffer of the rings-get exchange, like devmem_nl_parse (1 complete, 0 more,
  * -EBADMSG). Zero *rings first. */
 int devmem_nic_parse_rings(const void *buf, size_t len, uint32_t seq,
