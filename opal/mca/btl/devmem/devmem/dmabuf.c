@@ -410,6 +410,7 @@ const struct devmem_provider devmem_provider_cuda = {
 
 #define DRI_DIR "/dev/dri"
 
+#ifdef HAVE_LIBDRM
 static int drm_has_render_node(void)
 {
     DIR *d = opendir(DRI_DIR);
@@ -428,6 +429,7 @@ static int drm_has_render_node(void)
     closedir(d);
     return found;
 }
+#endif
 
 static int drm_probe(struct devmem_err *err)
 {
