@@ -417,7 +417,8 @@ void mca_btl_devmem_devflow_close(mca_btl_devmem_endpoint_t *ep, bool orderly)
 
 void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
 {
-    struct mca_btl_devmem_devflows *set = mca_btl_devmem_devflow_peer(ep)->devflows;
+    struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
+    struct mca_btl_devmem_devflows *set = dp->devflows;
 
     if (NULL == set) {
         return;
@@ -438,7 +439,7 @@ void mca_btl_devmem_devflow_free(mca_btl_devmem_endpoint_t *ep)
         free(df);
     }
     free(set);
-    mca_btl_devmem_devflow_peer(ep)->devflows = NULL;
+    dp->devflows = NULL;
 }
 
 size_t mca_btl_devmem_devflow_peer_handle;

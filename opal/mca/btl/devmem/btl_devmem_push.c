@@ -138,11 +138,13 @@ void mca_btl_devmem_push_release(struct mca_btl_devmem_push_out *po)
 
 void mca_btl_devmem_push_forget(mca_btl_devmem_endpoint_t *ep)
 {
+    struct push_peer *pp = peer_of(ep);
+
     (void) pthread_mutex_lock(&owner_lock);
     OPAL_THREAD_LOCK(&ep->lock);
-    if (NULL != peer_of(ep)->out) {
-        peer_of(ep)->out->ep = NULL;
-        peer_of(ep)->out = NULL;
+    if (NULL != pp->out) {
+        pp->out->ep = NULL;
+        pp->out = NULL;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     (void) pthread_mutex_unlock(&owner_lock);
