@@ -6,7 +6,8 @@
 # figures short), and whose summary must show the transports and raw TCP side by side; and
 # mpi_bench -X, which proves that the validation fires; a hog setting starts and stops its
 # busy processes; a lanes setting counts the device path's calls per MiB; and the cost model
-# runs on what call_costs measures; bench/fds.sh counts descriptors per rank.
+# runs on what call_costs measures; bench/fds.sh counts descriptors per rank; rx_threads.sh
+# measures receiving threads (overlap, bandwidth, work beside) across two namespaces.
 # Few sizes and tiny iteration counts: this checks function, never speed.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -135,6 +136,25 @@ if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo,lo-df2 --yield 0 --kinds
 else
     cat "$out"
     devmem_step_fail "bench/run.sh --settings lo,lo-df2 failed"
+fi
+
+# receiving threads: rx_threads.sh across two namespaces, 0 and 1 thread on one lane; each
+# variant gives its overlap (overlap_bench checks every byte), a bandwidth and the share of
+# work the computing process beside it kept; and no computing process outlives it
+rxt=$DEVMEM_TEST_TMP/rxt out=$DEVMEM_TEST_TMP/rxt.out
+if timeout 300 "$DEVMEM_SRC/bench/rx_threads.sh" --reps 1 --lanes 1 --threads 0,1 --workers 1 \
+    --secs 0.3 --out "$rxt" >"$out" 2>&1; then
+    rows=$(awk '$1 == 1 && ($2 == 0 || $2 == 1) && $3 ~ /^[0-9.]+$/ && $5 ~ /^[0-9.]+$/ &&
+        $7 + 0 > 0 && $9 ~ /^[0-9.]+$/' "$rxt/summary.txt" | wc -l)
+    if [ "$rows" -eq 2 ] && ! pgrep -f "$DEVMEM_BUILD/bench/cpu_work" >/dev/null; then
+        devmem_step_ok "bench/rx_threads.sh: overlap, bandwidth and work beside for 0 and 1 thread"
+    else
+        cat "$out"
+        devmem_step_fail "bench/rx_threads.sh: $rows full rows (want 2), or cpu_work left running"
+    fi
+else
+    cat "$out"
+    devmem_step_fail "bench/rx_threads.sh failed"
 fi
 
 # the cost model: call_costs measures (SO_DEVMEM_DONTNEED on the real kernel among them), and
