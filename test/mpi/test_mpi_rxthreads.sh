@@ -11,6 +11,10 @@
 #   - they sleep while their lanes are idle: under 10 % of a CPU over 2 s together (a
 #     thread that spun would take all of its CPU).
 # Then every byte checked, every token back, the stats' rx_threads 2.
+# The default (btl_devmem_rx_threads -1): on this node's CPUs, and told it has 16 (the test
+# hook cpus=16), one thread a rank where 4 CPUs are spare beside the ranks, none where not,
+# each rank saying why; the thread serves the lanes (its receives counted). A value out of
+# range is refused by name.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
 
@@ -102,4 +106,43 @@ else
     cat "$out"
     devmem_step_fail "latewait -W with 2 receiving threads (exit $rc)"
 fi
+# The default, -1: one thread a rank where the node has CPUs to spare
+rxt_default() { # LABEL WANT [MCA...]
+    local label=$1 want=$2 saved=("${DEVMEM_MCA_ARGS[@]}") line
+    shift 2
+    DEVMEM_MCA_ARGS+=(--mca btl_devmem_if_include lo --mca btl_devmem_kernel emulated
+        --mca btl_devmem_mode require --mca btl_devmem_stats 1 --mca btl_devmem_verbose 10 "$@")
+    if devmem_mpi_test pingpong 2 -- -m 4M; then
+        for r in 0 1; do
+            devmem_expect_stat "$DEVMEM_LAST_OUT" "$r" rx_threads -eq "$want"
+        done
+        line=$(grep -a -m1 'btl_devmem_rx_threads -1: ' "$DEVMEM_LAST_OUT" | sed 's/.*btl:devmem: //')
+        case "$want:$line" in
+            1:*": 1 receiving thread(s) ("*"spare beside 2 local rank(s))" | \
+                0:*": 0 receiving thread(s) ("*"spare beside 2 local rank(s), too few)")
+                devmem_step_ok "$label: $line" ;;
+            *) devmem_step_fail "$label: want the rank to say $want thread(s) and why, said '$line'" ;;
+        esac
+        if [ "$want" -gt 0 ]; then
+            line=$(grep -a 'btl_devmem rxthreads: rank=' "$DEVMEM_LAST_OUT" | grep -v 'receives=0 ' | head -n 1)
+            if [ -n "$line" ]; then
+                devmem_step_ok "$label: the thread served the lanes: $(echo "$line" | sed 's/.*btl_devmem //' | cut -c1-100)"
+            else
+                devmem_step_fail "$label: no receiving thread received anything"
+            fi
+        fi
+    fi
+    DEVMEM_MCA_ARGS=("${saved[@]}")
+}
+spare=$(($(getconf _NPROCESSORS_ONLN) - 2))
+if [ "$spare" -lt 4 ]; then
+    rxt_default "default, $spare CPU(s) spare" 0
+else
+    rxt_default "default, $spare CPUs spare" 1
+fi
+rxt_default "default, told 16 CPUs" 1 --mca btl_devmem_testing cpus=16
+rxt_default "default, told 5 CPUs (3 spare)" 0 --mca btl_devmem_testing cpus=5
+devmem_expect_failure "btl_devmem_rx_threads -2" 'btl_devmem_rx_threads.*-2' "$DEVMEM_MPI_LIMIT" \
+    devmem_mpirun "$DEVMEM_MPI_LIMIT" -np 2 "${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_if_include lo \
+    --mca btl_devmem_rx_threads -2 "$DEVMEM_MPI_BIN/pingpong" -m 1k
 devmem_finish

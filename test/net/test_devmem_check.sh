@@ -42,6 +42,8 @@ if [ -s "$report" ]; then
     expect_in "$report" "^host $NETNS_HOST_B \\(rank 1\\)" "the report has host B's facts"
     expect_in "$report" "^$NETNS_LINK on: emulated kernel" "the device path is on over the veth"
     expect_in "$report" "^$NETNS_LINK \\(ifindex [0-9]+\\)" "devmem-probe's section of the veth"
+    expect_in "$report" "^this job: .*receiving threads started: [0-9]+ on rank 0, [0-9]+ on rank 1\\)" \
+        "the threads each host started"
     expect_in "$report" "^transfers host to host, .*: every byte checked" "host transfers checked"
     expect_in "$report" "^ +64 MiB +[0-9]+ +[0-9]+ +[0-9.]+$" "the table has both columns"
     expect_in "$report" "^device path: [1-9][0-9]* bytes landed in RX pools" "bytes landed in RX pools"

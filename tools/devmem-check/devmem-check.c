@@ -412,9 +412,25 @@ int main(int argc, char **argv)
     addr1 = from_rank1(addr);
     say("devmem-check: %s and %s", host, 0 == my_rank ? host1 : "");
     say("==== rank 0 ====\n%s==== rank 1 ====\n%s====", mine.s, 0 == my_rank ? facts1 : "");
-    if (0 == my_rank) {
-        say("this job: btl_devmem_devflows %s, btl_devmem_rx_threads %s",
-            NULL != lanes ? lanes : "?", NULL != threads ? threads : "?");
+    {
+        /* what btl_devmem_rx_threads -1 chose on each host */
+        unsigned long long v[CNT_N];
+        char mine_n[32], *theirs;
+
+        counters_read(v);
+        if (have_counters) {
+            snprintf(mine_n, sizeof(mine_n), "%llu", v[CNT_RX_THREADS]);
+        } else {
+            snprintf(mine_n, sizeof(mine_n), "?");
+        }
+        theirs = from_rank1(mine_n);
+        if (0 == my_rank) {
+            say("this job: btl_devmem_devflows %s, btl_devmem_rx_threads %s (receiving threads "
+                "started: %s on rank 0, %s on rank 1)",
+                NULL != lanes ? lanes : "?", NULL != threads ? threads : "?", mine_n,
+                NULL != theirs ? theirs : "?");
+        }
+        free(theirs);
     }
 
     /* 2. the device path, as btl_devmem_mode require would have it */

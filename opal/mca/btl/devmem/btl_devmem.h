@@ -155,7 +155,8 @@ typedef struct mca_btl_devmem_component_t {
     int devflow_idle;       /* seconds unused before a peer's lanes close, 0: never */
     size_t devflow_chunk;   /* bytes per chunk of a get cut over several lanes */
     int gather_depth;       /* gathers (batches of receives) that may run at once */
-    int rx_threads;         /* receiving threads serving device-flow lanes, 0: progress */
+    int rx_threads;         /* receiving threads serving device-flow lanes, 0: progress,
+                             * -1: one where the node has CPUs to spare */
     bool sendi;             /* offer immediate sends */
     /* Open MPI 5's accelerator is not CUDA's (ROCm, Level Zero): only then can a buffer be
      * device memory that the device path cannot carry (mca_btl_devmem_mem_is_foreign) */
@@ -188,6 +189,7 @@ typedef struct mca_btl_devmem_component_t {
     int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
     int push_min;           /* smallest rendezvous that pushes */
+    int testing_cpus;       /* CPUs btl_devmem_rx_threads -1 counts, 0: this node's */
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */

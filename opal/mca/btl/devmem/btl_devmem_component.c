@@ -514,13 +514,18 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         mca_btl_devmem_params_status(paths);
         rc = publish_modex();
     }
-    if (OPAL_SUCCESS == rc && c->rx_threads > 0 && NULL != mca_btl_devmem_dev_batch(&cap)) {
-        int trc = mca_btl_devmem_rxthreads_start(c->rx_threads);
+    if (OPAL_SUCCESS == rc && 0 != c->rx_threads && NULL != mca_btl_devmem_dev_batch(&cap)) {
+        int n = c->rx_threads, trc;
+        char why[96];
 
-        if (0 != trc) {
+        if (n < 0) {
+            n = mca_btl_devmem_rxthreads_auto(why, sizeof(why));
+            DEVMEM_VERBOSE(10, "btl_devmem_rx_threads -1: %d receiving thread(s) (%s)", n, why);
+        }
+        if (n > 0 && 0 != (trc = mca_btl_devmem_rxthreads_start(n))) {
             /* the progress thread serves the lanes, as with btl_devmem_rx_threads 0 */
             opal_output(0, "btl:devmem: cannot start %d receiving thread(s): %s; the progress "
-                           "thread receives the device flows", c->rx_threads, strerror(-trc));
+                           "thread receives the device flows", n, strerror(-trc));
         }
     }
     free(c->prev); /* the listeners have their ports */

@@ -182,14 +182,17 @@ int mca_btl_devmem_params_register(void)
         "and a batch's RX pool pages go back when it is done. 1: every batch waits for "
         "the one before. Host-memory destinations are copied at once either way",
         OPAL_INFO_LVL_5, &c->gather_depth);
-    c->rx_threads = 0;
+    c->rx_threads = -1;
     reg("rx_threads",
-        "Receiving threads that serve this rank's device-flow lanes, 0-16: each takes "
+        "Receiving threads that serve this rank's device-flow lanes, -1 to 16: each takes "
         "whole lanes as they open (the least loaded thread), receives, gathers and gives "
         "tokens back, and hands finished gets to the progress thread; it sleeps in epoll "
         "while its lanes are idle, and runs near the NIC, off the CPUs this node's ranks "
-        "are bound to where there are others. 0: the progress thread receives, as for "
-        "control connections. Started only where the device path is on. One thread "
+        "are bound to where there are others. With threads a rank that computes outside "
+        "MPI goes on receiving. 0: the progress thread receives, as for control "
+        "connections. -1: one thread where, beside one CPU per local rank, the node has at "
+        "least 4 CPUs to spare and one per local rank (an unbound rank counts the CPUs it "
+        "may run on), else none. Started only where the device path is on. One thread "
         "takes about 110-165 Gbit/s at MTU 4096 by doc/cost-model.md: 2 for a 200 "
         "Gbit/s NIC",
         OPAL_INFO_LVL_4, &c->rx_threads);
@@ -261,7 +264,8 @@ int mca_btl_devmem_params_register(void)
         "(512 KiB; 0: every one); gather_way=kernel|memcpy: how "
         "gathers out of a GPU pool are launched (kernel; memcpy: one copy a piece, as where the kernel cannot load); unbind_after=N: "
         "undo this rank's RX bindings once N bytes landed in its pools, as the "
-        "kernel does when the netlink socket that made them closes (0: never)",
+        "kernel does when the netlink socket that made them closes (0: never); cpus=N: "
+        "the CPUs btl_devmem_rx_threads -1 counts (0: this node's)",
         OPAL_INFO_LVL_9, &c->testing);
 
     /* informational: the var system owns its string (freed when replaced, and at close) */
@@ -296,8 +300,8 @@ static int check_ranges(void)
     } else if (c->gather_depth < 1 || c->gather_depth > 64) {
         name = "btl_devmem_gather_depth", valid = "1 to 64";
         snprintf(value, sizeof(value), "%d", c->gather_depth);
-    } else if (c->rx_threads < 0 || c->rx_threads > MCA_BTL_DEVMEM_RX_THREADS_MAX) {
-        name = "btl_devmem_rx_threads", valid = "0 to 16";
+    } else if (c->rx_threads < -1 || c->rx_threads > MCA_BTL_DEVMEM_RX_THREADS_MAX) {
+        name = "btl_devmem_rx_threads", valid = "-1 (by the CPUs to spare) or 0 to 16";
         snprintf(value, sizeof(value), "%d", c->rx_threads);
     } else if (c->push < 0 || c->push > (int) MCA_BTL_DEVMEM_PUSH_MAX) {
         name = "btl_devmem_push", valid = "0 to 1048576";
@@ -397,6 +401,7 @@ static bool testing_set(mca_btl_devmem_component_t *c, const char *key, const ch
         {"poll_max", 0, 4096, offsetof(mca_btl_devmem_component_t, poll_max)},
         {"write_chunk", 0, INT_MAX, offsetof(mca_btl_devmem_component_t, write_chunk)},
         {"push_min", 0, INT_MAX, offsetof(mca_btl_devmem_component_t, push_min)},
+        {"cpus", 0, 1 << 20, offsetof(mca_btl_devmem_component_t, testing_cpus)},
     };
     char *end;
     long v;
@@ -461,6 +466,7 @@ static int parse_testing(mca_btl_devmem_component_t *c)
     c->poll_max = 16;
     c->write_chunk = -1;
     c->push_min = (int) MCA_BTL_DEVMEM_PUSH_MIN;
+    c->testing_cpus = 0;
     free(testing_copy);
     testing_copy = NULL;
     if (NULL == c->testing || '\0' == c->testing[0]) {

@@ -495,6 +495,37 @@ static void cpus_str(const cpu_set_t *set, char *buf, size_t len)
     }
 }
 
+/* ---------------------------------------------------------------- how many, by default */
+
+/* CPUs a node must have to spare, beyond those its ranks compute on, before a rank starts a
+ * receiving thread by itself: a thread takes a CPU only while its lanes receive, but on a
+ * node with none to spare it takes it from a rank or the application (the 2-core VM: 1 thread
+ * beside 2 ranks cost 7-16 % of the bandwidth, bench/rx_threads.sh); where there are, it
+ * lets a rank that computes outside MPI go on receiving (all of a 16 MiB transfer hidden
+ * behind the computing, against 3-20 % without). */
+#define RX_THREADS_AUTO_SPARE 4
+
+int mca_btl_devmem_rxthreads_auto(char *said, size_t len)
+{
+    int local = (int) opal_process_info.num_local_peers + 1, cpus, width, spare, want;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t own;
+
+    /* The CPUs the node's ranks share: this rank's set where it may run on several (not
+     * bound, or bound widely: what a batch system's cpuset leaves the job, or a package);
+     * the node's where it is bound to one CPU, each local rank then taking one. */
+    width = 0 == sched_getaffinity(0, sizeof(own), &own) ? CPU_COUNT(&own) : 1;
+    cpus = width > 1 ? width : (int) online;
+    if (mca_btl_devmem_component.testing_cpus > 0) {
+        cpus = mca_btl_devmem_component.testing_cpus;
+    }
+    spare = cpus - local;
+    want = local > RX_THREADS_AUTO_SPARE ? local : RX_THREADS_AUTO_SPARE;
+    snprintf(said, len, "%d CPU(s) spare beside %d local rank(s)%s", spare > 0 ? spare : 0,
+             local, spare >= want ? "" : ", too few");
+    return spare >= want ? 1 : 0;
+}
+
 /* ---------------------------------------------------------------- start, stop */
 
 static int thread_open(struct rxthread *t, unsigned int index, const cpu_set_t *where)

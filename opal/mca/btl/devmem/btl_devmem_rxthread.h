@@ -23,6 +23,11 @@
 
 BEGIN_C_DECLS
 
+/* btl_devmem_rx_threads -1 (the default): how many threads this rank starts, and in said
+ * why (for btl_devmem_verbose). One where the node has CPUs to spare beside the CPUs its
+ * ranks compute on, else none. */
+int mca_btl_devmem_rxthreads_auto(char *said, size_t len);
+
 /* Start n receiving threads (the component's init, with the device path on) and register
  * them as the device flows' receiving server. 0, or -errno with nothing started. */
 int mca_btl_devmem_rxthreads_start(int n);
