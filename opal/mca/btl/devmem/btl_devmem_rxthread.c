@@ -499,10 +499,11 @@ static void cpus_str(const cpu_set_t *set, char *buf, size_t len)
 
 /* CPUs a node must have to spare, beyond those its ranks compute on, before a rank starts a
  * receiving thread by itself: a thread takes a CPU only while its lanes receive, but on a
- * node with none to spare it takes it from a rank or the application (the 2-core VM: 1 thread
- * beside 2 ranks cost 7-16 % of the bandwidth, bench/rx_threads.sh); where there are, it
- * lets a rank that computes outside MPI go on receiving (all of a 16 MiB transfer hidden
- * behind the computing, against 3-20 % without). */
+ * node with none to spare it takes it from a rank or the application (the 2-core VM, 2 ranks
+ * in two namespaces: 1 thread cost 5 % (4 lanes) to 11 % (1 lane) of the 16 MiB bandwidth,
+ * medians of 5, bench/rx_threads.sh); where there are, it lets a rank that computes outside
+ * MPI go on receiving (all of a 16 MiB transfer hidden behind the computing, against 8-18 %
+ * without). */
 #define RX_THREADS_AUTO_SPARE 4
 
 int mca_btl_devmem_rxthreads_auto(char *said, size_t len)
