@@ -129,6 +129,19 @@ double bench_now(void)
     return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t) n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 uint8_t bench_pat_byte(uint64_t idx, size_t size, size_t off)
 {
     uint64_t x = (idx * 0x9E3779B97F4A7C15ull) ^ ((uint64_t) size << 7) ^ (off / 8);

@@ -54,6 +54,9 @@ int bench_iters_within(int planned, int warmup, double warm_secs, double limit);
 /* Monotonic seconds. */
 double bench_now(void);
 
+/* The median of n values (sorts v in place; n >= 1). */
+double bench_median(double *v, int n);
+
 /* Validation pattern: byte `off` of message `idx` of the given size (depends on all three). */
 uint8_t bench_pat_byte(uint64_t idx, size_t size, size_t off);
 void bench_pat_fill(void *buf, size_t len, uint64_t idx);

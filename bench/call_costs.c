@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "emul.h"
 #include "rx.h"
 #include "tx.h"
@@ -80,19 +81,6 @@ static void *feed(void *arg)
         }
     }
     return NULL;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t) n, sizeof(*v), cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* CPU ns per recv of `size` bytes (full reads only), over `bytes` in all. */
@@ -308,15 +296,15 @@ int main(int argc, char **argv)
         zs[r] = zc_cost(&zn[r]);
     }
     {
-        double s = median(small, runs), l = median(large, runs);
+        double s = bench_median(small, runs), l = bench_median(large, runs);
         double per_byte = (l - s) / (double) (b - a), per_call = s - per_byte * (double) a;
-        double c1 = median(d1, runs), cm = median(dmax, runs);
+        double c1 = bench_median(d1, runs), cm = bench_median(dmax, runs);
 
         printf("costs recv_call_ns=%.0f recv_byte_ns=%.4f dontneed_call_ns=%.0f "
                "dontneed_token_ns=%.2f dontneed_ret=%d emul_frag_ns=%.0f gather_byte_ns=%.4f "
                "zc_send_ns=%.0f zc_notif_ns=%.0f runs=%d\n",
-               per_call, per_byte, c1, (cm - c1) / 1023.0, ret, median(fr, runs),
-               median(ga, runs), median(zs, runs), median(zn, runs), runs);
+               per_call, per_byte, c1, (cm - c1) / 1023.0, ret, bench_median(fr, runs),
+               bench_median(ga, runs), bench_median(zs, runs), bench_median(zn, runs), runs);
     }
     close(snd);
     close(rcv);

@@ -36,18 +36,6 @@ static void die(const char *what)
     exit(2);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *) a, y = *(const double *) b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t) n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Work the CPU for `secs` without an MPI call: what an application's compute phase is to
  * the transport. The sum keeps the compiler from dropping the loop. */
 static volatile double compute_sink;
@@ -161,7 +149,7 @@ int main(int argc, char **argv)
             plain[i] = transfer(buf, size, (uint64_t) i + 1, 0.0);
         }
         if (1 == rank) {
-            t = median(plain, reps);
+            t = bench_median(plain, reps);
         }
         MPI_Bcast(&t, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);
         for (int i = 0; i < reps; i++) {
@@ -169,7 +157,7 @@ int main(int argc, char **argv)
         }
         if (1 == rank) {
             double f;
-            w = median(wait, reps);
+            w = bench_median(wait, reps);
             f = t > 0.0 ? 1.0 - w / t : 0.0;
             f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
             printf("overlap %zu usec=%.1f compute_usec=%.1f wait_usec=%.1f overlapped=%.2f\n",

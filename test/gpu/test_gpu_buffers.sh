@@ -19,13 +19,7 @@ set -u
 
 [ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "GPU buffers take btl_devmem's RGET path (btl: $DEVMEM_TEST_BTL)"
 devmem_require_programs gpubuf
-probe="$DEVMEM_BUILD/test/unit/test_cuda"
-if [ -x "$probe" ]; then
-    "$probe" >"$DEVMEM_TEST_TMP/gpu-probe.log" 2>&1
-    [ $? -eq 77 ] && devmem_skip "no NVIDIA GPU: $(grep -m1 SKIP "$DEVMEM_TEST_TMP/gpu-probe.log" | sed 's/^SKIP:* *//')"
-elif ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
-    devmem_skip "no NVIDIA driver (libcuda.so.1) on this machine"
-fi
+devmem_require_gpu
 DEVMEM_MCA_ARGS+=(--tune "$DEVMEM_PREFIX/share/btl_devmem/devmem-device-buffers.conf"
     --mca btl_devmem_kernel emulated --mca btl_devmem_mode require
     --mca btl_devmem_rx_provider cuda --mca btl_devmem_stats 1)

@@ -14,13 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 [ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "devmem-check checks btl_devmem (btl: $DEVMEM_TEST_BTL)"
 check=$DEVMEM_PREFIX/bin/devmem-check
 [ -x "$check" ] || { devmem_step_fail "$check is not installed (make install)"; devmem_finish; }
-probe="$DEVMEM_BUILD/test/unit/test_cuda"
-if [ -x "$probe" ]; then
-    "$probe" >"$DEVMEM_TEST_TMP/gpu-probe.log" 2>&1
-    [ $? -eq 77 ] && devmem_skip "no NVIDIA GPU: $(grep -m1 SKIP "$DEVMEM_TEST_TMP/gpu-probe.log" | sed 's/^SKIP:* *//')"
-elif ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
-    devmem_skip "no NVIDIA driver (libcuda.so.1) on this machine"
-fi
+devmem_require_gpu
 report=$DEVMEM_TEST_TMP/report.txt out=$DEVMEM_TEST_TMP/check.out
 
 netns_setup

@@ -20,6 +20,7 @@
 #   devmem_skip REASON             print "SKIP: REASON", exit 77
 #   devmem_require_programs P...   fail now if an MPI program was not built
 #   devmem_require_sessions        skip unless the MPI has MPI-4 sessions (Open MPI 5)
+#   devmem_require_gpu             skip unless an NVIDIA GPU and driver work here
 #   devmem_mpi_test PROG NP [LIMIT] -- [PROG-ARGS...]
 #                                  one-host run with the test's BTL; checks exit status and
 #                                  the program's "PROG: OK np=NP" summary
@@ -146,6 +147,19 @@ devmem_require_programs() {
         echo "  build them with: make -C \"$DEVMEM_BUILD\" check" >&2
         exit 1
     fi
+}
+
+# Skip unless an NVIDIA GPU and its driver work here: the CUDA unit test (which checks the
+# driver layer on the way) says so, or, where it was not built, the driver library.
+devmem_require_gpu() {
+    local probe="$DEVMEM_BUILD/test/unit/test_cuda"
+    if [ -x "$probe" ]; then
+        "$probe" >"$DEVMEM_TEST_TMP/gpu-probe.log" 2>&1
+        [ $? -eq 77 ] && devmem_skip "no NVIDIA GPU: $(grep -m1 SKIP "$DEVMEM_TEST_TMP/gpu-probe.log" | sed 's/^SKIP:* *//')"
+    elif ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+        devmem_skip "no NVIDIA driver (libcuda.so.1) on this machine"
+    fi
+    return 0
 }
 
 # Skip unless the MPI has MPI-4 sessions: test/mpi/sessions -Q asks its compile-time MPI
