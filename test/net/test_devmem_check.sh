@@ -52,7 +52,39 @@ else
     devmem_step_fail "no report at $report"
 fi
 
-# 2. loopback, real kernel: FAIL with the kernel's words
+# 2. the same two hosts, devmem-check --launch: the check, then its table from jobs of
+# btl/tcp, 1 and 4 lanes, 0 and 1 receiving thread, each of which says it ran so; the
+# verdict last, the report with all of it
+out=$DEVMEM_TEST_TMP/launch.out report2=$DEVMEM_TEST_TMP/report2.txt
+launch="ip netns exec $NETNS_A unshare --uts -- $NETNS_AGENT --enter $NETNS_HOST_A mpirun
+    --oversubscribe -np 2 --host $NETNS_HOST_A:1,$NETNS_HOST_B:1 --mca plm_rsh_agent $NETNS_AGENT
+    --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include $NETNS_LINK --bind-to none
+    --mca btl_devmem_if_include $NETNS_LINK --mca btl_devmem_kernel emulated"
+echo "---- devmem-check --launch (the check and 5 more jobs)"
+_devmem_run_bg timeout $((limit * 3)) "$check" --launch "$(echo $launch)" --quick \
+    --report "$report2" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$out" | cut -c1-20)" = "devmem-check: PASS: " ]; then
+    devmem_step_ok "--launch: PASS, exit 0"
+else
+    devmem_step_fail "--launch: want exit 0 and a last line 'devmem-check: PASS: ...' (exit $rc)"
+fi
+expect_in "$out" "^  btl/tcp +btl=tcp,self .*path=host" "--launch: the btl/tcp job ran btl/tcp"
+expect_in "$out" "^  1 lane +btl=devmem,self devflows=1 .*path=device" "--launch: the 1-lane job ran 1 lane"
+expect_in "$out" "^  4 lanes +btl=devmem,self devflows=4 .*path=device" "--launch: the 4-lane job ran 4 lanes"
+expect_in "$out" "^  0 threads +.* threads=0 path=device" "--launch: the job without receiving threads"
+expect_in "$out" "^  1 thread +.* threads=1 path=device" "--launch: the job with one receiving thread"
+expect_in "$out" "^ +8 B( +[0-9]+\\.[0-9]+){7}$" "--launch: the 8 B latency row has every column and the ratio"
+expect_in "$out" "^ +64 MiB( +[0-9.]+){7}$" "--launch: the 64 MiB bandwidth row has every column and the ratio"
+if [ -s "$report2" ] && grep -q "^side by side: " "$report2" &&
+    [ "$(tail -n 1 "$report2" | cut -c1-20)" = "devmem-check: PASS: " ]; then
+    devmem_step_ok "--launch: the report has the side-by-side table and ends with the verdict"
+else
+    devmem_step_fail "--launch: the report $report2 lacks the table or the verdict"
+fi
+
+# 3. loopback, real kernel: FAIL with the kernel's words
 out=$DEVMEM_TEST_TMP/fail.out
 echo "---- devmem-check 2 ranks on loopback, real kernel"
 _devmem_run_bg devmem_mpirun "$limit" -np 2 --mca btl_devmem_if_include lo "$check" --quick \

@@ -5,7 +5,8 @@
 # as a site runs it, and a batch script that loads the installed modulefile and runs
 #   (a) srun --mpi=pmix, 2 ranks a node, and
 #   (b) mpirun inside the allocation, 2 ranks a node,
-#   (c) devmem-check under srun, one rank a node: it must PASS between the two nodes,
+#   (c) devmem-check --launch with srun, one rank a node: it must PASS between the two nodes
+#       and put its table beside btl/tcp's and other lanes' and threads' (5 more steps),
 # all over the emulated device path through the helpers (btl_devmem_mode require), every
 # byte checked, tokens balanced, each node's 2 ranks sharing the helper's 4 queues (2 each).
 # Then scancel of a running step: no rank is left, and neither helper holds a binding, rule
@@ -42,7 +43,7 @@ srun --mpi=pmix $DEVMEM_MPI_BIN/pingpong -m 16M
 echo "== mpirun"
 mpirun --mca oob_tcp_if_include $NETNS_LINK --mca btl_devmem_verbose 1 $DEVMEM_MPI_BIN/pingpong -m 16M
 echo "== devmem-check"
-srun --mpi=pmix -n 2 --ntasks-per-node 1 devmem-check --quick
+devmem-check --launch "srun --mpi=pmix -n 2 --ntasks-per-node 1" --quick
 JOB
 out=$SLURM_T/job.out
 echo "---- sbatch -N 2 --ntasks-per-node 2: srun --mpi=pmix, then mpirun"
@@ -82,11 +83,17 @@ if [[ "$verdict" == "devmem-check: PASS: the device path works between $SLURM_NO
 else
     devmem_step_fail "devmem-check under srun: want a PASS between $SLURM_NODE_A and $SLURM_NODE_B, got '${verdict:-nothing}'"
 fi
-n=$(grep -Ec "$pat" "$SLURM_T/helperd-a.log"; grep -Ec "$pat" "$SLURM_T/helperd-b.log")
-if [ "$(echo $n)" = "5 5" ]; then
-    devmem_step_ok "each node's helper made the RX bindings of its ranks: 2 for srun, 2 for mpirun, 1 for devmem-check"
+if grep -Eq '^  btl/tcp +btl=tcp,self ' "$SLURM_T/devmem-check.out" &&
+    grep -Eq '^ +64 MiB( +[0-9.]+){7}$' "$SLURM_T/devmem-check.out"; then
+    devmem_step_ok "devmem-check --launch srun: the table beside btl/tcp, lanes and threads, every column"
 else
-    devmem_step_fail "RX bindings made by the helpers of node a and b: $(echo $n) (want 5 5)"
+    devmem_step_fail "devmem-check --launch srun: no btl/tcp job, or a column missing at 64 MiB"
+fi
+n=$(grep -Ec "$pat" "$SLURM_T/helperd-a.log"; grep -Ec "$pat" "$SLURM_T/helperd-b.log")
+if [ "$(echo $n)" = "9 9" ]; then
+    devmem_step_ok "each node's helper made the RX bindings of its ranks: 2 for srun, 2 for mpirun, 5 for devmem-check's jobs"
+else
+    devmem_step_fail "RX bindings made by the helpers of node a and b: $(echo $n) (want 9 9)"
     cat "$SLURM_T/helperd-a.log"
 fi
 

@@ -49,8 +49,25 @@ char *cvar_text(const char *name);
 int check_transfers(char a, char b, size_t max, char *why, size_t len);
 
 /* The table: latency and bandwidth of this job's transport beside raw TCP between the same
- * two ranks (peer_addr: rank 1's address for it, rank 0 only), medians of reps runs. */
-void check_table(const char *peer_addr, int reps, int quick);
+ * two ranks (peer_addr: rank 1's address for it, rank 0 only; NULL on both: no raw TCP),
+ * medians of reps runs. rows: rank 0 also prints each figure as a line for
+ * check_compare ("devmem-check-row: lat|bw SIZE JOB RAW", RAW -1 where not measured). */
+void check_table(const char *peer_addr, int reps, int quick, int rows);
+
+/* The sizes of the table, in its order, and how it names them ("8 B", "64 KiB", "1 MiB"). */
+#define CHECK_LAT_N 5
+#define CHECK_BW_N 4
+extern const size_t check_lat_sizes[CHECK_LAT_N], check_bw_sizes[CHECK_BW_N];
+void check_size_name(size_t s, char *out, size_t len);
+
+/* Prefix of those lines, and of the line a --table-only run says what it ran with. */
+#define CHECK_ROW "devmem-check-row: "
+#define CHECK_VARIANT "devmem-check-variant: "
+
+/* devmem-check --launch CMD: the whole check, launched with CMD, then the same table from a
+ * job of btl/tcp and from jobs of 1 and 4 lanes, 0 and 1 receiving thread, side by side.
+ * self: this program's path on the nodes. Returns the exit status. */
+int check_compare(const char *self, const char *launch, const char *report_path, int quick);
 
 /* The CUDA side of the transfers: whether device buffers can be used here (0), or why not. */
 int check_gpu_usable(char *why, size_t len);

@@ -416,7 +416,10 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void size_name(size_t s, char *out, size_t len)
+const size_t check_lat_sizes[CHECK_LAT_N] = {8, 64, 1024, 8192, 65536};
+const size_t check_bw_sizes[CHECK_BW_N] = {65536, 1u << 20, 8u << 20, 64u << 20};
+
+void check_size_name(size_t s, char *out, size_t len)
 {
     if (s >= (1u << 20)) {
         snprintf(out, len, "%zu MiB", s >> 20);
@@ -427,14 +430,28 @@ static void size_name(size_t s, char *out, size_t len)
     }
 }
 
-void check_table(const char *peer_addr, int reps, int quick)
+/* A figure for check_compare: printed, not kept for the report (rank 0). */
+static void row(int rows, const char *kind, size_t size, double job, double raw)
 {
-    static const size_t lat_sizes[] = {8, 64, 1024, 8192, 65536};
-    static const size_t bw_sizes[] = {65536, 1u << 20, 8u << 20, 64u << 20};
+    if (rows && 0 == my_rank) {
+        printf(CHECK_ROW "%s %zu %.3f %.3f\n", kind, size, job, raw);
+        fflush(stdout);
+    }
+}
+
+void check_table(const char *peer_addr, int reps, int quick, int rows)
+{
     char *buf = calloc(1, WINDOW_BYTES), ack[ACK] = {0};
-    int sd = tcp_pair(0 == my_rank ? peer_addr : NULL), ok = sd >= 0, both;
+    int raw, sd = -1, ok, both;
     double m[16], t[16];
 
+    /* raw TCP where rank 0 has rank 1's address (the same on both ranks) */
+    raw = NULL != peer_addr;
+    MPI_Bcast(&raw, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (raw) {
+        sd = tcp_pair(0 == my_rank ? peer_addr : NULL);
+    }
+    ok = sd >= 0;
     MPI_Allreduce(&ok, &both, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (NULL == buf) {
         say("table: no memory for the buffers");
@@ -445,28 +462,31 @@ void check_table(const char *peer_addr, int reps, int quick)
     }
     say("%-10s %8s  %12s  %12s  %s", "latency", "size", "this job us", "raw TCP us",
         "job/TCP");
-    for (size_t i = 0; i < sizeof(lat_sizes) / sizeof(lat_sizes[0]); i++) {
+    for (size_t i = 0; i < CHECK_LAT_N; i++) {
         int iters = quick ? 100 : 1000;
         char name[32];
 
         for (int r = 0; r < reps; r++) {
-            (void) run_mpi(0, lat_sizes[i], 10, 1, buf, ack); /* warm-up */
-            m[r] = run_mpi(0, lat_sizes[i], iters, 1, buf, ack) / iters / 2 * 1e6;
-            t[r] = both ? run_tcp(sd, 0, lat_sizes[i], iters, 1, buf, ack) / iters / 2 * 1e6
+            (void) run_mpi(0, check_lat_sizes[i], 10, 1, buf, ack); /* warm-up */
+            m[r] = run_mpi(0, check_lat_sizes[i], iters, 1, buf, ack) / iters / 2 * 1e6;
+            t[r] = both ? run_tcp(sd, 0, check_lat_sizes[i], iters, 1, buf, ack) / iters / 2 * 1e6
                         : -1;
         }
-        size_name(lat_sizes[i], name, sizeof(name));
+        check_size_name(check_lat_sizes[i], name, sizeof(name));
         if (both && t[0] > 0) {
             double mm = median(m, reps), tm = median(t, reps);
             say("%-10s %8s  %12.2f  %12.2f  %.2f", "", name, mm, tm, mm / tm);
+            row(rows, "lat", check_lat_sizes[i], mm, tm);
         } else {
-            say("%-10s %8s  %12.2f  %12s", "", name, median(m, reps), "n/a");
+            double mm = median(m, reps);
+            say("%-10s %8s  %12.2f  %12s", "", name, mm, "n/a");
+            row(rows, "lat", check_lat_sizes[i], mm, -1);
         }
     }
     say("%-10s %8s  %12s  %12s  %s", "bandwidth", "size", "this job MB/s", "raw TCP MB/s",
         "job/TCP");
-    for (size_t i = 0; i < sizeof(bw_sizes) / sizeof(bw_sizes[0]); i++) {
-        size_t s = bw_sizes[i];
+    for (size_t i = 0; i < CHECK_BW_N; i++) {
+        size_t s = check_bw_sizes[i];
         int w = (int) (WINDOW_BYTES / s > 16 ? 16 : WINDOW_BYTES / s);
         size_t per = s * (size_t) w;
         int iters = (int) (((quick ? 64u : 512u) << 20) / per);
@@ -479,15 +499,18 @@ void check_table(const char *peer_addr, int reps, int quick)
             t[r] = both ? per * (double) iters / run_tcp(sd, 1, s, iters, w, buf, ack) / 1e6
                         : -1;
         }
-        size_name(s, name, sizeof(name));
+        check_size_name(s, name, sizeof(name));
         if (both && t[0] > 0) {
             double mm = median(m, reps), tm = median(t, reps);
             say("%-10s %8s  %12.0f  %12.0f  %.2f", "", name, mm, tm, mm / tm);
+            row(rows, "bw", s, mm, tm);
         } else {
-            say("%-10s %8s  %12.0f  %12s", "", name, median(m, reps), "n/a");
+            double mm = median(m, reps);
+            say("%-10s %8s  %12.0f  %12s", "", name, mm, "n/a");
+            row(rows, "bw", s, mm, -1);
         }
     }
-    if (!both) {
+    if (raw && !both) {
         say("(raw TCP: no connection to %s between the two ranks)", peer_addr);
     }
     if (sd >= 0) {

@@ -15,6 +15,9 @@
  *    (bytes landed in the RX pool) and every token must have gone back.
  * 4. The table: this job's latency and bandwidth beside raw TCP between the same ranks.
  *
+ * devmem-check --launch CMD runs outside MPI: the check through CMD, then the jobs it cannot
+ * be (btl/tcp, other lane and thread counts), side by side (check_compare.c).
+ *
  * The last line is "devmem-check: PASS ..." or "devmem-check: FAIL <why>; <what to do>"; the
  * exit status is 0 on PASS only. --report FILE writes all of it, both hosts' facts included.
  */
@@ -331,11 +334,43 @@ static int gpu_routed(void)
     return ok;
 }
 
+/* --table-only (a --launch variant): what this job runs with, then the table alone. */
+static int table_variant(int have_counters, int quick)
+{
+    char *btl = cvar_text("btl"), *lanes = cvar_text("btl_devmem_devflows");
+    char *paths = cvar_text("btl_devmem_device_paths");
+    unsigned long long v[CNT_N] = {0}, threads1 = 0;
+
+    counters_read(v);
+    MPI_Reduce(&v[CNT_RX_THREADS], &threads1, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0,
+               MPI_COMM_WORLD);
+    if (0 == my_rank) {
+        char threads[24] = "-";
+
+        if (have_counters) {
+            snprintf(threads, sizeof(threads), "%llu", threads1);
+        }
+        printf(CHECK_VARIANT "btl=%s devflows=%s threads=%s path=%s\n",
+               NULL != btl ? btl : "?", NULL != lanes ? lanes : "-", threads,
+               NULL != paths && NULL != strstr(paths, " on: ") ? "device" : "host");
+        fflush(stdout);
+    }
+    check_table(NULL, quick ? 3 : 5, quick, 1);
+    free(btl);
+    free(lanes);
+    free(paths);
+    counters_close();
+    (void) MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: mpirun -np 2 --host A,B devmem-check [--report FILE] [--quick]\n"
             "       srun -N 2 -n 2 devmem-check [--report FILE] [--quick]\n"
+            "       devmem-check --launch 'mpirun -np 2 --host A,B' [--report FILE] [--quick]\n"
             "Check btl_devmem's device path between two hosts: what devmem-probe finds on\n"
             "each, whether the device path comes up, validated transfers (host and, with\n"
             "CUDA, GPU buffers) that must take it, and latency and bandwidth beside raw TCP.\n"
@@ -344,6 +379,9 @@ static void usage(FILE *f)
             "\n"
             "  --report FILE  write everything, both hosts' facts included, to FILE\n"
             "  --quick        fewer iterations in the table\n"
+            "  --launch CMD   run the check with the launch command CMD (not under MPI),\n"
+            "                 then its table again from jobs of btl/tcp, of 1 and 4 lanes\n"
+            "                 and of 0 and 1 receiving thread, side by side\n"
             "\n"
             "Last line: \"devmem-check: PASS ...\" or \"devmem-check: FAIL <why>; <what to do>\".\n"
             "Exit status: 0 on PASS, 1 on FAIL, 2 on bad usage.\n");
@@ -356,7 +394,9 @@ int main(int argc, char **argv)
     char host[256] = "", *paths, *paths1, *facts1, *host1, why[512] = "", ifname[IF_NAMESIZE + 1];
     char addr[INET6_ADDRSTRLEN] = "", *addr1, gpu_why[256] = "", *lanes, *threads, twhy[256];
     unsigned long long before[CNT_N], after[CNT_N], sum[CNT_N];
-    int quick = 0, size, fail = 0, have_counters, gpu_ok, gpus, hbad, tprov;
+    int quick = 0, size, fail = 0, have_counters, gpu_ok, gpus, hbad, tprov, rows = 0;
+    int table_only = 0;
+    const char *launch = NULL;
     struct utsname un;
 
     for (int i = 1; i < argc; i++) {
@@ -364,6 +404,12 @@ int main(int argc, char **argv)
             report_path = argv[++i];
         } else if (0 == strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (0 == strcmp(argv[i], "--launch") && i + 1 < argc) {
+            launch = argv[++i];
+        } else if (0 == strcmp(argv[i], "--rows")) { /* for --launch: figures as lines */
+            rows = 1;
+        } else if (0 == strcmp(argv[i], "--table-only")) { /* for --launch: a variant */
+            table_only = rows = 1;
         } else if (0 == strcmp(argv[i], "--help") || 0 == strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -372,8 +418,17 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (NULL != launch) {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        self[n > 0 ? n : 0] = '\0';
+        return check_compare(n > 0 ? self : "devmem-check", launch, report_path, quick);
+    }
     /* before MPI_Init: its bind checks must not meet queues the component holds */
-    run_probe(&probe);
+    if (!table_only) {
+        run_probe(&probe);
+    }
     /* the check is of btl_devmem: not shared memory between ranks of one host, not UCX */
     setenv("OMPI_MCA_btl", "devmem,self", 0);
     setenv("OMPI_MCA_pml", "ob1", 0);
@@ -391,6 +446,9 @@ int main(int argc, char **argv)
     (void) gethostname(host, sizeof(host) - 1);
     (void) MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov);
     have_counters = 0 == counters_open();
+    if (table_only) {
+        return table_variant(have_counters, quick);
+    }
     paths = cvar_text("btl_devmem_device_paths");
     lanes = cvar_text("btl_devmem_devflows");
     threads = cvar_text("btl_devmem_rx_threads");
@@ -523,9 +581,9 @@ int main(int argc, char **argv)
 
     /* 4. the table, whatever the verdict: it says what the host path gives too */
     say("table: this job beside raw TCP between the same ranks over %s (%s), medians of %d "
-        "runs (btl/tcp cannot run beside btl_devmem in one job: rerun with --mca btl tcp,self "
-        "for it)", ifname, 0 == my_rank ? addr1 : "", quick ? 3 : 5);
-    check_table(0 == my_rank ? addr1 : NULL, quick ? 3 : 5, quick);
+        "runs (btl/tcp cannot run beside btl_devmem in one job: devmem-check --launch runs "
+        "it too)", ifname, 0 == my_rank ? addr1 : "", quick ? 3 : 5);
+    check_table(0 == my_rank ? addr1 : NULL, quick ? 3 : 5, quick, rows);
 
     /* tokens: all back once both ranks are done receiving */
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * devmem-check --launch CMD: the check and its table beside the jobs it cannot run itself.
+ * Open MPI's ob1 drives one BTL per peer, and lanes and receiving threads are fixed when a
+ * job starts, so btl/tcp, 1 and 4 lanes and 0 and 1 receiving thread each take a job of
+ * their own. This program, run outside MPI, launches them with the admin's launch command
+ * (mpirun or srun, the two hosts named in it): first the whole check, then each variant's
+ * table (devmem-check --table-only, the variant set through OMPI_MCA_ variables, which both
+ * launchers pass on), and prints the figures side by side. The check's verdict stays the
+ * last line and its exit status the exit status.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+
+enum { LAT_N = CHECK_LAT_N, BW_N = CHECK_BW_N, COLS = 6 };
+
+/* A column: the job that gave it and its figures (-1: none). */
+struct column {
+    const char *title;    /* "devmem", "btl/tcp", "1 lane" ... */
+    const char *env[2];   /* the OMPI_MCA_ settings of its job, NAME=VALUE */
+    char ran[160];        /* what the job said it ran with */
+    double lat[LAT_N], bw[BW_N];
+};
+
+static int size_index(const size_t *sizes, int n, size_t s)
+{
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == s) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* One figure line into col; 0 when line is one. */
+static int take_row(const char *line, struct column *col)
+{
+    char kind[8];
+    size_t size;
+    double job, raw;
+    int i;
+
+    if (4 != sscanf(line + strlen(CHECK_ROW), "%7s %zu %lf %lf", kind, &size, &job, &raw)) {
+        return -1;
+    }
+    if (0 == strcmp(kind, "lat") && (i = size_index(check_lat_sizes, LAT_N, size)) >= 0) {
+        col->lat[i] = job;
+    } else if (0 == strcmp(kind, "bw") && (i = size_index(check_bw_sizes, BW_N, size)) >= 0) {
+        col->bw[i] = job;
+    }
+    return 0;
+}
+
+/*
+ * Run cmd (through the shell), its output into col (figures and what it ran with) and the
+ * rest into out: echoed as it comes when echo is set. Returns its exit status (-1: did not
+ * run).
+ */
+static int run(const char *cmd, struct column *col, struct text *out, int echo)
+{
+    char line[4096];
+    FILE *p = popen(cmd, "r");
+    int st;
+
+    if (NULL == p) {
+        fprintf(stderr, "devmem-check: cannot run '%s': %s\n", cmd, strerror(errno));
+        return -1;
+    }
+    while (NULL != fgets(line, sizeof(line), p)) {
+        if (0 == strncmp(line, CHECK_ROW, strlen(CHECK_ROW))) {
+            (void) take_row(line, col);
+            continue;
+        }
+        if (0 == strncmp(line, CHECK_VARIANT, strlen(CHECK_VARIANT))) {
+            const char *what = line + strlen(CHECK_VARIANT);
+
+            snprintf(col->ran, sizeof(col->ran), "%.*s", (int) strcspn(what, "\n"), what);
+            continue;
+        }
+        if (NULL != out) {
+            text_printf(out, "%s", line);
+        }
+        if (echo) {
+            fputs(line, stdout);
+            fflush(stdout);
+        }
+    }
+    st = pclose(p);
+    return -1 == st ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The interface the check's table ran over, from its line "... over IFNAME (ADDR) ...". */
+static void table_interface(const char *text, char *ifname, size_t len)
+{
+    const char *at = strstr(text, "between the same ranks over ");
+
+    ifname[0] = '\0';
+    if (NULL != at) {
+        at += strlen("between the same ranks over ");
+        snprintf(ifname, len, "%.*s", (int) strcspn(at, " \n"), at);
+    }
+}
+
+/* The check's last verdict line, or "" */
+static void verdict_of(const char *text, char *verdict, size_t len)
+{
+    const char *at = text, *last = NULL;
+
+    while (NULL != (at = strstr(at, "devmem-check: "))) {
+        if (at == text || '\n' == at[-1]) {
+            if (0 == strncmp(at, "devmem-check: PASS", 18)
+                || 0 == strncmp(at, "devmem-check: FAIL", 18)) {
+                last = at;
+            }
+        }
+        at++;
+    }
+    verdict[0] = '\0';
+    if (NULL != last) {
+        snprintf(verdict, len, "%.*s", (int) strcspn(last, "\n"), last);
+    }
+}
+
+static void cell(struct text *t, double v, const char *fmt)
+{
+    if (v < 0) {
+        text_printf(t, "  %10s", "-");
+    } else {
+        text_printf(t, fmt, v);
+    }
+}
+
+static void print_table(struct text *t, struct column *cols, int ncols)
+{
+    char name[32];
+
+    text_printf(t, "%-10s %8s", "latency us", "size");
+    for (int c = 0; c < ncols; c++) {
+        text_printf(t, "  %10s", cols[c].title);
+    }
+    text_printf(t, "  %10s\n", "devmem/tcp");
+    for (int i = 0; i < LAT_N; i++) {
+        check_size_name(check_lat_sizes[i], name, sizeof(name));
+        text_printf(t, "%-10s %8s", "", name);
+        for (int c = 0; c < ncols; c++) {
+            cell(t, cols[c].lat[i], "  %10.2f");
+        }
+        cell(t, cols[0].lat[i] > 0 && cols[1].lat[i] > 0 ? cols[0].lat[i] / cols[1].lat[i] : -1,
+             "  %10.2f");
+        text_printf(t, "\n");
+    }
+    text_printf(t, "%-10s %8s", "bandwidth MB/s", "");
+    for (int c = 0; c < ncols; c++) {
+        text_printf(t, "  %10s", cols[c].title);
+    }
+    text_printf(t, "  %10s\n", "devmem/tcp");
+    for (int i = 0; i < BW_N; i++) {
+        check_size_name(check_bw_sizes[i], name, sizeof(name));
+        text_printf(t, "%-10s %8s", "", name);
+        for (int c = 0; c < ncols; c++) {
+            cell(t, cols[c].bw[i], "  %10.0f");
+        }
+        cell(t, cols[0].bw[i] > 0 && cols[1].bw[i] > 0 ? cols[0].bw[i] / cols[1].bw[i] : -1,
+             "  %10.2f");
+        text_printf(t, "\n");
+    }
+}
+
+int check_compare(const char *self, const char *launch, const char *report_path, int quick)
+{
+    static char tcp_if[96];
+    struct column cols[COLS] = {
+        {"devmem", {NULL, NULL}, "", {0}, {0}},
+        {"btl/tcp", {"OMPI_MCA_btl=tcp,self", tcp_if}, "", {0}, {0}},
+        {"1 lane", {"OMPI_MCA_btl_devmem_devflows=1", NULL}, "", {0}, {0}},
+        {"4 lanes", {"OMPI_MCA_btl_devmem_devflows=4", NULL}, "", {0}, {0}},
+        {"0 threads", {"OMPI_MCA_btl_devmem_rx_threads=0", NULL}, "", {0}, {0}},
+        {"1 thread", {"OMPI_MCA_btl_devmem_rx_threads=1", NULL}, "", {0}, {0}},
+    };
+    struct text out = {0}, table = {0}, said = {0};
+    char *cmd = NULL, ifname[64], verdict[1024];
+    int rc;
+
+    for (int c = 0; c < COLS; c++) {
+        for (int i = 0; i < LAT_N; i++) {
+            cols[c].lat[i] = -1;
+        }
+        for (int i = 0; i < BW_N; i++) {
+            cols[c].bw[i] = -1;
+        }
+    }
+    /* 1. the check itself, its output shown as it comes */
+    if (asprintf(&cmd, "%s '%s' --rows%s 2>&1", launch, self, quick ? " --quick" : "") < 0) {
+        return 1;
+    }
+    rc = run(cmd, &cols[0], &out, 1);
+    free(cmd);
+    verdict_of(NULL != out.s ? out.s : "", verdict, sizeof(verdict));
+    if ('\0' == verdict[0]) {
+        snprintf(verdict, sizeof(verdict), "devmem-check: FAIL the check did not finish "
+                 "(exit %d): see its output above; is '%s' the launch command of 2 ranks on "
+                 "two hosts, with devmem-check installed at %s on both?", rc, launch, self);
+        rc = 1;
+    }
+    /* 2. the jobs it cannot run itself, once it passed */
+    if (0 == rc && 0 == strncmp(verdict, "devmem-check: PASS", 18)) {
+        table_interface(out.s, ifname, sizeof(ifname));
+        snprintf(tcp_if, sizeof(tcp_if), "OMPI_MCA_btl_tcp_if_include=%s", ifname);
+        if ('\0' == ifname[0]) {
+            cols[1].env[1] = NULL;
+        }
+        for (int c = 1; c < COLS; c++) {
+            int vrc;
+
+            printf("devmem-check: the table again, %s (%s%s%s)\n", cols[c].title,
+                   cols[c].env[0], NULL != cols[c].env[1] ? " " : "",
+                   NULL != cols[c].env[1] ? cols[c].env[1] : "");
+            fflush(stdout);
+            for (int k = 0; k < 2 && NULL != cols[c].env[k]; k++) {
+                (void) putenv((char *) cols[c].env[k]);
+            }
+            if (asprintf(&cmd, "%s '%s' --table-only%s 2>&1", launch, self,
+                         quick ? " --quick" : "") < 0) {
+                return 1;
+            }
+            vrc = run(cmd, &cols[c], &said, 0);
+            free(cmd);
+            if (0 != vrc) { /* what it said, for the admin and the report */
+                printf("%s", NULL != said.s ? said.s : "");
+                text_printf(&out, "the %s job (exit %d) said:\n%s", cols[c].title, vrc,
+                            NULL != said.s ? said.s : "");
+            }
+            text_free(&said);
+            for (int k = 0; k < 2 && NULL != cols[c].env[k]; k++) {
+                char name[64];
+
+                snprintf(name, sizeof(name), "%.*s", (int) strcspn(cols[c].env[k], "="),
+                         cols[c].env[k]);
+                unsetenv(name);
+            }
+            if (0 != vrc) {
+                snprintf(cols[c].ran, sizeof(cols[c].ran), "the job failed (exit %d)", vrc);
+            }
+        }
+        text_printf(&table, "side by side: each column its own job, launched as '%s', "
+                    "medians of %d runs (the devmem column is the check's own job)\n", launch,
+                    quick ? 3 : 5);
+        for (int c = 1; c < COLS; c++) {
+            text_printf(&table, "  %-9s %s\n", cols[c].title,
+                        '\0' != cols[c].ran[0] ? cols[c].ran : "(said nothing)");
+        }
+        print_table(&table, cols, COLS);
+        fputs(table.s, stdout);
+        text_printf(&out, "%s", table.s);
+    } else {
+        printf("devmem-check: no side-by-side table: the check did not pass\n");
+        text_printf(&out, "devmem-check: no side-by-side table: the check did not pass\n");
+    }
+    /* the verdict last, in the report too */
+    text_printf(&out, "%s\n", verdict);
+    if (NULL != report_path) {
+        FILE *f = fopen(report_path, "w");
+
+        if (NULL == f || fwrite(out.s, 1, out.len, f) != out.len || 0 != fclose(f)) {
+            fprintf(stderr, "devmem-check: cannot write the report to %s: %s\n", report_path,
+                    strerror(errno));
+            rc = 1;
+        } else {
+            printf("devmem-check: report written to %s\n", report_path);
+        }
+    }
+    printf("%s\n", verdict);
+    text_free(&out);
+    text_free(&table);
+    return 0 == rc && 0 == strncmp(verdict, "devmem-check: PASS", 18) ? 0 : 1;
+}
