@@ -34,7 +34,7 @@ dir=$DEVMEM_SRC/opal/mca/btl/devmem
 # tell the policy above without calling it). For the data check, a header this table does not
 # name takes its NAME's layer (sock.h: sock's); a file with neither fails.
 layers='
-1 wire: hdr.h rxframe rxframe.h frag frag.h fault tsan.h btl_devmem.h ompi.h stats.h progress.h
+1 wire: hdr.h rxframe rxframe.h frag frag.h fault tsan.h btl_devmem.h ompi.h help stats.h progress.h
 2 sockets: if if.h sock watch watch.h waitway near helper
 3 device memory: dev dev_watch
 4 connections: conn endpoint endpoint.h proc

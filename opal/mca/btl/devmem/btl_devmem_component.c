@@ -95,9 +95,6 @@ static int component_open(void)
     OBJ_CONSTRUCT(&c->procs, opal_proc_table_t);
     opal_proc_table_init(&c->procs, 16, 256);
     OBJ_CONSTRUCT(&c->pending_accepts, opal_list_t);
-#ifdef DEVMEM_HELP_DIR /* built outside Open MPI: our help text is not in its directory */
-    (void) opal_show_help_add_dir(DEVMEM_HELP_DIR);
-#endif
     return OPAL_SUCCESS;
 }
 

@@ -32,21 +32,11 @@
 #define MCA_BTL_DEVMEM_EXPORT OPAL_MODULE_DECLSPEC
 #endif
 
-/* A help topic of ours, rendered here and printed on this process's stderr. Open MPI 4.1's
- * forwarding of show_help to mpirun loses long messages sent during MPI_Init (mpirun says
- * "Data unpack would read past end of buffer" instead), and the user errors found there
+/* A help topic of ours, rendered here and printed on this process's stderr (help.c). Open MPI
+ * 4.1's forwarding of show_help to mpirun loses long messages sent during MPI_Init (mpirun
+ * says "Data unpack would read past end of buffer" instead), and the user errors found there
  * are the ones a user must see; every series prints them this one way. */
-static inline void mca_btl_devmem_help_local(const char *topic, ...)
-{
-    char *text;
-    va_list ap;
-
-    va_start(ap, topic);
-    text = opal_show_help_vstring("help-mpi-btl-devmem.txt", topic, true, ap);
-    va_end(ap);
-    opal_output(0, "%s", NULL != text ? text : topic);
-    free(text);
-}
+void mca_btl_devmem_help_local(const char *topic, ...);
 
 /* Modex scope: 5.0 passes PMIx's own constants, 4.1 its wrapper's. */
 #if BTL_VERSION >= 330
