@@ -11,6 +11,9 @@
 # Each stage is capped and writes into OUT (default ./gpunode-results) as it goes.
 #
 #   test/gpu/node-checks.sh [DIR] [STAGE,...]   (DIR: the bundle, default .gpunode)
+#
+# Where only a few result files come back (a lent machine's $OUT), write elsewhere and pack:
+#   OUT=/tmp/r test/gpu/node-checks.sh .gpunode; tar czf "$OUT/results.tgz" -C /tmp r
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(cd "${1:-$src/.gpunode}" && pwd) || exit 1
