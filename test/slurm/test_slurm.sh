@@ -6,7 +6,7 @@
 #   (a) srun --mpi=pmix, 2 ranks a node, and
 #   (b) mpirun inside the allocation, 2 ranks a node,
 #   (c) devmem-check --launch with srun, one rank a node: it must PASS between the two nodes
-#       and put its table beside btl/tcp's and other lanes' and threads' (5 more steps),
+#       and put its table beside btl/tcp's and other lanes' and threads' (6 more steps),
 # all over the emulated device path through the helpers (btl_devmem_mode require), every
 # byte checked, tokens balanced, each node's 2 ranks sharing the helper's 4 queues (2 each).
 # Then scancel of a running step: no rank is left, and neither helper holds a binding, rule
@@ -90,10 +90,10 @@ else
     devmem_step_fail "devmem-check --launch srun: no btl/tcp job, or a column missing at 64 MiB"
 fi
 n=$(grep -Ec "$pat" "$SLURM_T/helperd-a.log"; grep -Ec "$pat" "$SLURM_T/helperd-b.log")
-if [ "$(echo $n)" = "9 9" ]; then
-    devmem_step_ok "each node's helper made the RX bindings of its ranks: 2 for srun, 2 for mpirun, 5 for devmem-check's jobs"
+if [ "$(echo $n)" = "10 10" ]; then
+    devmem_step_ok "each node's helper made the RX bindings of its ranks: 2 for srun, 2 for mpirun, 6 for devmem-check's jobs"
 else
-    devmem_step_fail "RX bindings made by the helpers of node a and b: $(echo $n) (want 9 9)"
+    devmem_step_fail "RX bindings made by the helpers of node a and b: $(echo $n) (want 10 10)"
     cat "$SLURM_T/helperd-a.log"
 fi
 

@@ -4,9 +4,10 @@
  * Open MPI's ob1 drives one BTL per peer, and lanes and receiving threads are fixed when a
  * job starts, so btl/tcp, 1 and 4 lanes and 0 and 1 receiving thread each take a job of
  * their own. This program, run outside MPI, launches them with the admin's launch command
- * (mpirun or srun, the two hosts named in it): first the whole check, then each variant's
- * table (devmem-check --table-only, the variant set through OMPI_MCA_ variables, which both
- * launchers pass on), and prints the figures side by side. The check's verdict stays the
+ * (mpirun or srun, the two hosts named in it): first the whole check, then the table from
+ * fresh jobs (devmem-check --table-only): the launch command's own settings, and each variant
+ * set through OMPI_MCA_ variables, which both launchers pass on; and prints them side by side
+ * (all measured alike: the check's own job does more than the table, and reads slower). The check's verdict stays the
  * last line and its exit status the exit status.
  */
 #define _GNU_SOURCE
@@ -58,8 +59,8 @@ static int take_row(const char *line, struct column *col)
 }
 
 /*
- * Run cmd (through the shell), its output into col (figures and what it ran with) and the
- * rest into out: echoed as it comes when echo is set. Returns its exit status (-1: did not
+ * Run cmd (through the shell), its output into col (figures and what it ran with; none where
+ * col is NULL) and the rest into out: echoed as it comes when echo is set. Returns its exit status (-1: did not
  * run).
  */
 static int run(const char *cmd, struct column *col, struct text *out, int echo)
@@ -73,11 +74,11 @@ static int run(const char *cmd, struct column *col, struct text *out, int echo)
         return -1;
     }
     while (NULL != fgets(line, sizeof(line), p)) {
-        if (0 == strncmp(line, CHECK_ROW, strlen(CHECK_ROW))) {
+        if (NULL != col && 0 == strncmp(line, CHECK_ROW, strlen(CHECK_ROW))) {
             (void) take_row(line, col);
             continue;
         }
-        if (0 == strncmp(line, CHECK_VARIANT, strlen(CHECK_VARIANT))) {
+        if (NULL != col && 0 == strncmp(line, CHECK_VARIANT, strlen(CHECK_VARIANT))) {
             const char *what = line + strlen(CHECK_VARIANT);
 
             snprintf(col->ran, sizeof(col->ran), "%.*s", (int) strcspn(what, "\n"), what);
@@ -136,38 +137,29 @@ static void cell(struct text *t, double v, const char *fmt)
     }
 }
 
-static void print_table(struct text *t, struct column *cols, int ncols)
+/* One half of the table: latency (bw 0) or bandwidth (bw 1), a row a size, a column a job,
+ * then the ratio of the first two (devmem over btl/tcp). */
+static void print_half(struct text *t, const struct column *cols, int ncols, int bw)
 {
+    const size_t *sizes = bw ? check_bw_sizes : check_lat_sizes;
+    const char *fmt = bw ? "  %10.0f" : "  %10.2f";
+    int n = bw ? BW_N : LAT_N;
     char name[32];
 
-    text_printf(t, "%-10s %8s", "latency us", "size");
+    text_printf(t, "%-10s %8s", bw ? "bandwidth MB/s" : "latency us", bw ? "" : "size");
     for (int c = 0; c < ncols; c++) {
         text_printf(t, "  %10s", cols[c].title);
     }
     text_printf(t, "  %10s\n", "devmem/tcp");
-    for (int i = 0; i < LAT_N; i++) {
-        check_size_name(check_lat_sizes[i], name, sizeof(name));
+    for (int i = 0; i < n; i++) {
+        double dm = bw ? cols[0].bw[i] : cols[0].lat[i], tcp = bw ? cols[1].bw[i] : cols[1].lat[i];
+
+        check_size_name(sizes[i], name, sizeof(name));
         text_printf(t, "%-10s %8s", "", name);
         for (int c = 0; c < ncols; c++) {
-            cell(t, cols[c].lat[i], "  %10.2f");
+            cell(t, bw ? cols[c].bw[i] : cols[c].lat[i], fmt);
         }
-        cell(t, cols[0].lat[i] > 0 && cols[1].lat[i] > 0 ? cols[0].lat[i] / cols[1].lat[i] : -1,
-             "  %10.2f");
-        text_printf(t, "\n");
-    }
-    text_printf(t, "%-10s %8s", "bandwidth MB/s", "");
-    for (int c = 0; c < ncols; c++) {
-        text_printf(t, "  %10s", cols[c].title);
-    }
-    text_printf(t, "  %10s\n", "devmem/tcp");
-    for (int i = 0; i < BW_N; i++) {
-        check_size_name(check_bw_sizes[i], name, sizeof(name));
-        text_printf(t, "%-10s %8s", "", name);
-        for (int c = 0; c < ncols; c++) {
-            cell(t, cols[c].bw[i], "  %10.0f");
-        }
-        cell(t, cols[0].bw[i] > 0 && cols[1].bw[i] > 0 ? cols[0].bw[i] / cols[1].bw[i] : -1,
-             "  %10.2f");
+        cell(t, dm > 0 && tcp > 0 ? dm / tcp : -1, "  %10.2f");
         text_printf(t, "\n");
     }
 }
@@ -196,10 +188,10 @@ int check_compare(const char *self, const char *launch, const char *report_path,
         }
     }
     /* 1. the check itself, its output shown as it comes */
-    if (asprintf(&cmd, "%s '%s' --rows%s 2>&1", launch, self, quick ? " --quick" : "") < 0) {
+    if (asprintf(&cmd, "%s '%s'%s 2>&1", launch, self, quick ? " --quick" : "") < 0) {
         return 1;
     }
-    rc = run(cmd, &cols[0], &out, 1);
+    rc = run(cmd, NULL, &out, 1);
     free(cmd);
     verdict_of(NULL != out.s ? out.s : "", verdict, sizeof(verdict));
     if ('\0' == verdict[0]) {
@@ -215,11 +207,12 @@ int check_compare(const char *self, const char *launch, const char *report_path,
         if ('\0' == ifname[0]) {
             cols[1].env[1] = NULL;
         }
-        for (int c = 1; c < COLS; c++) {
+        for (int c = 0; c < COLS; c++) {
             int vrc;
 
             printf("devmem-check: the table again, %s (%s%s%s)\n", cols[c].title,
-                   cols[c].env[0], NULL != cols[c].env[1] ? " " : "",
+                   NULL != cols[c].env[0] ? cols[c].env[0] : "the launch command's settings",
+                   NULL != cols[c].env[1] ? " " : "",
                    NULL != cols[c].env[1] ? cols[c].env[1] : "");
             fflush(stdout);
             for (int k = 0; k < 2 && NULL != cols[c].env[k]; k++) {
@@ -249,13 +242,13 @@ int check_compare(const char *self, const char *launch, const char *report_path,
             }
         }
         text_printf(&table, "side by side: each column its own job, launched as '%s', "
-                    "medians of %d runs (the devmem column is the check's own job)\n", launch,
-                    quick ? 3 : 5);
-        for (int c = 1; c < COLS; c++) {
+                    "medians of %d runs\n", launch, quick ? 3 : 5);
+        for (int c = 0; c < COLS; c++) {
             text_printf(&table, "  %-9s %s\n", cols[c].title,
                         '\0' != cols[c].ran[0] ? cols[c].ran : "(said nothing)");
         }
-        print_table(&table, cols, COLS);
+        print_half(&table, cols, COLS, 0);
+        print_half(&table, cols, COLS, 1);
         fputs(table.s, stdout);
         text_printf(&out, "%s", table.s);
     } else {

@@ -394,7 +394,7 @@ int main(int argc, char **argv)
     char host[256] = "", *paths, *paths1, *facts1, *host1, why[512] = "", ifname[IF_NAMESIZE + 1];
     char addr[INET6_ADDRSTRLEN] = "", *addr1, gpu_why[256] = "", *lanes, *threads, twhy[256];
     unsigned long long before[CNT_N], after[CNT_N], sum[CNT_N];
-    int quick = 0, size, fail = 0, have_counters, gpu_ok, gpus, hbad, tprov, rows = 0;
+    int quick = 0, size, fail = 0, have_counters, gpu_ok, gpus, hbad, tprov;
     int table_only = 0;
     const char *launch = NULL;
     struct utsname un;
@@ -406,10 +406,8 @@ int main(int argc, char **argv)
             quick = 1;
         } else if (0 == strcmp(argv[i], "--launch") && i + 1 < argc) {
             launch = argv[++i];
-        } else if (0 == strcmp(argv[i], "--rows")) { /* for --launch: figures as lines */
-            rows = 1;
         } else if (0 == strcmp(argv[i], "--table-only")) { /* for --launch: a variant */
-            table_only = rows = 1;
+            table_only = 1;
         } else if (0 == strcmp(argv[i], "--help") || 0 == strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -583,7 +581,7 @@ int main(int argc, char **argv)
     say("table: this job beside raw TCP between the same ranks over %s (%s), medians of %d "
         "runs (btl/tcp cannot run beside btl_devmem in one job: devmem-check --launch runs "
         "it too)", ifname, 0 == my_rank ? addr1 : "", quick ? 3 : 5);
-    check_table(0 == my_rank ? addr1 : NULL, quick ? 3 : 5, quick, rows);
+    check_table(0 == my_rank ? addr1 : NULL, quick ? 3 : 5, quick, 0);
 
     /* tokens: all back once both ranks are done receiving */
     MPI_Barrier(MPI_COMM_WORLD);
