@@ -261,11 +261,11 @@ int mca_btl_devmem_params_register(void)
         "(lstopo --of xml) to read the PCI topology from instead of this machine's; "
         "write_chunk=N: most bytes per send call (0: no limit; by default 512 KiB on "
         "loopback, no limit elsewhere); push_min=N: smallest rendezvous that pushes "
-        "(512 KiB; 0: every one); gather_way=kernel|memcpy: how "
-        "gathers out of a GPU pool are launched (kernel; memcpy: one copy a piece, as where the kernel cannot load); unbind_after=N: "
-        "undo this rank's RX bindings once N bytes landed in its pools, as the "
-        "kernel does when the netlink socket that made them closes (0: never); cpus=N: "
-        "the CPUs btl_devmem_rx_threads -1 counts (0: this node's)",
+        "(512 KiB; 0: every one); gather_way=kernel|memcpy: how gathers out of a GPU "
+        "pool are launched (kernel; memcpy: one copy a piece, as where the kernel cannot "
+        "load); unbind_after=N: undo this rank's RX bindings once N bytes landed in its "
+        "pools, as the kernel does when the netlink socket that made them closes (0: "
+        "never); cpus=N: the CPUs btl_devmem_rx_threads -1 counts (0: this node's)",
         OPAL_INFO_LVL_9, &c->testing);
 
     /* informational: the var system owns its string (freed when replaced, and at close) */
