@@ -60,7 +60,7 @@ launch="ip netns exec $NETNS_A unshare --uts -- $NETNS_AGENT --enter $NETNS_HOST
     --oversubscribe -np 2 --host $NETNS_HOST_A:1,$NETNS_HOST_B:1 --mca plm_rsh_agent $NETNS_AGENT
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include $NETNS_LINK --bind-to none
     --mca btl_devmem_if_include $NETNS_LINK --mca btl_devmem_kernel emulated"
-echo "---- devmem-check --launch (the check and 5 more jobs)"
+echo "---- devmem-check --launch (the check and 8 more jobs)"
 _devmem_run_bg timeout $((limit * 3)) "$check" --launch "$(echo $launch)" --quick \
     --report "$report2" >"$out" 2>&1
 rc=$?
@@ -77,6 +77,13 @@ expect_in "$out" "^  0 threads +.* threads=0 path=device" "--launch: the job wit
 expect_in "$out" "^  1 thread +.* threads=1 path=device" "--launch: the job with one receiving thread"
 expect_in "$out" "^ +8 B( +[0-9]+\\.[0-9]+){7}$" "--launch: the 8 B latency row has every column and the ratio"
 expect_in "$out" "^ +64 MiB( +[0-9.]+){7}$" "--launch: the 64 MiB bandwidth row has every column and the ratio"
+n=$(grep -c "^devmem-check: the table again, devmem " "$out")
+m=$(grep -c "^devmem-check: the table again, btl/tcp " "$out")
+if [ "$n" = 2 ] && [ "$m" = 2 ]; then
+    devmem_step_ok "--launch: two jobs each for the devmem and btl/tcp columns"
+else
+    devmem_step_fail "--launch: $n devmem and $m btl/tcp jobs (want 2 each, one near each end)"
+fi
 if [ -s "$report2" ] && grep -q "^side by side: " "$report2" &&
     [ "$(tail -n 1 "$report2" | cut -c1-20)" = "devmem-check: PASS: " ]; then
     devmem_step_ok "--launch: the report has the side-by-side table and ends with the verdict"
@@ -84,7 +91,34 @@ else
     devmem_step_fail "--launch: the report $report2 lacks the table or the verdict"
 fi
 
-# 3. loopback, real kernel: FAIL with the kernel's words
+# 3. --launch with a launch command that sets btl and the lanes itself (its --mca outranks
+# the OMPI_MCA_ variables of the columns): the columns it overrides are flagged and no
+# devmem/tcp ratio is drawn; loopback, emulated kernel
+out=$DEVMEM_TEST_TMP/override.out
+echo "---- devmem-check --launch, the launch command sets btl and btl_devmem_devflows"
+launch="timeout --kill-after=10 $limit mpirun --oversubscribe -np 2 --mca btl devmem,self
+    --mca btl_devmem_kernel emulated --mca btl_devmem_if_include lo --mca btl_devmem_devflows 2"
+_devmem_run_bg timeout $((limit * 3)) "$check" --quick --launch "$(echo $launch)" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$out" | cut -c1-20)" = "devmem-check: PASS: " ]; then
+    devmem_step_ok "--launch, overridden columns: PASS, exit 0 (the check itself passed)"
+else
+    devmem_step_fail "--launch, overridden columns: want exit 0 and PASS last (exit $rc)"
+fi
+expect_in "$out" "^  btl/tcp +btl=devmem,self .*: NOT btl=tcp,self: the launch command sets it" \
+    "--launch: the btl/tcp column that ran btl_devmem is flagged"
+expect_in "$out" "^  1 lane +.*devflows=2 .*: NOT devflows=1: " "--launch: the 1-lane column that ran 2 is flagged"
+if [ "$(grep -Ec "^  (devmem|0 threads|1 thread) +btl=devmem,self devflows=2 " "$out")" = 3 ] &&
+    ! grep -Eq "^  (devmem|0 threads|1 thread) .*: NOT " "$out"; then
+    devmem_step_ok "--launch: the columns that ran as titled are not flagged"
+else
+    devmem_step_fail "--launch: the devmem, 0 and 1 thread columns missing or flagged"
+fi
+expect_in "$out" "^  no devmem/tcp ratio: " "--launch: says why there is no ratio"
+expect_in "$out" "^ +8 B( +[0-9]+\\.[0-9]+){6} +-$" "--launch: the 8 B row has no ratio"
+
+# 4. loopback, real kernel: FAIL with the kernel's words
 out=$DEVMEM_TEST_TMP/fail.out
 echo "---- devmem-check 2 ranks on loopback, real kernel"
 _devmem_run_bg devmem_mpirun "$limit" -np 2 --mca btl_devmem_if_include lo "$check" --quick \

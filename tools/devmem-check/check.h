@@ -65,8 +65,8 @@ void check_size_name(size_t s, char *out, size_t len);
 #define CHECK_VARIANT "devmem-check-variant: "
 
 /* devmem-check --launch CMD: the whole check, launched with CMD, then the same table from
- * fresh jobs of CMD's settings, of btl/tcp, of 1 and 4 lanes and of 0 and 1 receiving thread,
- * side by side.
+ * fresh jobs of CMD's settings and of btl/tcp (two each), of 1 and 4 lanes and of 0 and 1
+ * receiving thread, side by side.
  * self: this program's path on the nodes. Returns the exit status. */
 int check_compare(const char *self, const char *launch, const char *report_path, int quick);
 

@@ -7,8 +7,13 @@
  * (mpirun or srun, the two hosts named in it): first the whole check, then the table from
  * fresh jobs (devmem-check --table-only): the launch command's own settings, and each variant
  * set through OMPI_MCA_ variables, which both launchers pass on; and prints them side by side
- * (all measured alike: the check's own job does more than the table, and reads slower). The check's verdict stays the
- * last line and its exit status the exit status.
+ * (all measured alike: the check's own job does more than the table, and reads slower). The
+ * devmem and btl/tcp columns, whose ratio is the headline, each take two jobs, one near each
+ * end of the run (devmem first and last, btl/tcp second and second to last), and keep the
+ * better figure of the two: on a small VM the first job after the check reads slower at small
+ * sizes, and one order would bias the ratio. A column whose job did not run what its title
+ * says (the launch command's --mca outranks OMPI_MCA_) is flagged, and no ratio is drawn from
+ * it. The check's verdict stays the last line and its exit status the exit status.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,13 +26,50 @@
 
 enum { LAT_N = CHECK_LAT_N, BW_N = CHECK_BW_N, COLS = 6 };
 
-/* A column: the job that gave it and its figures (-1: none). */
+/* A column: the jobs that gave it and its figures (-1: none). */
 struct column {
     const char *title;    /* "devmem", "btl/tcp", "1 lane" ... */
-    const char *env[2];   /* the OMPI_MCA_ settings of its job, NAME=VALUE */
-    char ran[160];        /* what the job said it ran with */
+    const char *env[2];   /* the OMPI_MCA_ settings of its jobs, NAME=VALUE */
+    const char *want[2];  /* what its jobs must say they ran with, KEY=VALUE */
+    char ran[160];        /* what the last job said it ran with */
+    int failed;           /* the exit status of a job that failed, else 0 */
     double lat[LAT_N], bw[BW_N];
 };
+
+/* The order of the jobs after the check: the first two columns (their ratio is the
+ * headline) at both ends, so that neither gains from its place. */
+static const int job_order[] = {0, 1, 2, 3, 4, 5, 1, 0};
+
+/* The value of the key (keylen bytes at key) in a variant line "btl=X devflows=Y threads=Z
+ * path=P", or NULL. */
+static const char *ran_value(const char *ran, const char *key, size_t keylen)
+{
+    for (const char *at = ran; '\0' != *at; at += strcspn(at, " "), at += strspn(at, " ")) {
+        if (0 == strncmp(at, key, keylen) && '=' == at[keylen]) {
+            return at + keylen + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Whether the column's jobs said they ran with something other than its title says: a
+ * value they did not report, or "-" (counters not readable), is not held against them. */
+static int column_differs(const struct column *col, const char **which)
+{
+    for (int k = 0; k < 2 && NULL != col->want[k]; k++) {
+        size_t keylen = strcspn(col->want[k], "=");
+        const char *want = col->want[k] + keylen + 1;
+        const char *got = ran_value(col->ran, col->want[k], keylen);
+        size_t gotlen = NULL != got ? strcspn(got, " ") : 0;
+
+        if (NULL != got && !(1 == gotlen && '-' == *got)
+            && (gotlen != strlen(want) || 0 != strncmp(got, want, gotlen))) {
+            *which = col->want[k];
+            return 1;
+        }
+    }
+    return 0;
+}
 
 static int size_index(const size_t *sizes, int n, size_t s)
 {
@@ -50,18 +92,26 @@ static int take_row(const char *line, struct column *col)
     if (4 != sscanf(line + strlen(CHECK_ROW), "%7s %zu %lf %lf", kind, &size, &job, &raw)) {
         return -1;
     }
+    if (job < 0) {
+        return 0;
+    }
+    /* a column of two jobs keeps the better figure: the lower latency, the higher bandwidth */
     if (0 == strcmp(kind, "lat") && (i = size_index(check_lat_sizes, LAT_N, size)) >= 0) {
-        col->lat[i] = job;
+        if (col->lat[i] < 0 || job < col->lat[i]) {
+            col->lat[i] = job;
+        }
     } else if (0 == strcmp(kind, "bw") && (i = size_index(check_bw_sizes, BW_N, size)) >= 0) {
-        col->bw[i] = job;
+        if (job > col->bw[i]) {
+            col->bw[i] = job;
+        }
     }
     return 0;
 }
 
 /*
  * Run cmd (through the shell), its output into col (figures and what it ran with; none where
- * col is NULL) and the rest into out: echoed as it comes when echo is set. Returns its exit status (-1: did not
- * run).
+ * col is NULL) and the rest into out: echoed as it comes when echo is set. Returns its exit
+ * status (-1: did not run).
  */
 static int run(const char *cmd, struct column *col, struct text *out, int echo)
 {
@@ -138,8 +188,8 @@ static void cell(struct text *t, double v, const char *fmt)
 }
 
 /* One half of the table: latency (bw 0) or bandwidth (bw 1), a row a size, a column a job,
- * then the ratio of the first two (devmem over btl/tcp). */
-static void print_half(struct text *t, const struct column *cols, int ncols, int bw)
+ * then the ratio of the first two (devmem over btl/tcp) where ratio is set. */
+static void print_half(struct text *t, const struct column *cols, int ncols, int bw, int ratio)
 {
     const size_t *sizes = bw ? check_bw_sizes : check_lat_sizes;
     const char *fmt = bw ? "  %10.0f" : "  %10.2f";
@@ -159,7 +209,7 @@ static void print_half(struct text *t, const struct column *cols, int ncols, int
         for (int c = 0; c < ncols; c++) {
             cell(t, bw ? cols[c].bw[i] : cols[c].lat[i], fmt);
         }
-        cell(t, dm > 0 && tcp > 0 ? dm / tcp : -1, "  %10.2f");
+        cell(t, ratio && dm > 0 && tcp > 0 ? dm / tcp : -1, "  %10.2f");
         text_printf(t, "\n");
     }
 }
@@ -168,16 +218,20 @@ int check_compare(const char *self, const char *launch, const char *report_path,
 {
     static char tcp_if[96];
     struct column cols[COLS] = {
-        {"devmem", {NULL, NULL}, "", {0}, {0}},
-        {"btl/tcp", {"OMPI_MCA_btl=tcp,self", tcp_if}, "", {0}, {0}},
-        {"1 lane", {"OMPI_MCA_btl_devmem_devflows=1", NULL}, "", {0}, {0}},
-        {"4 lanes", {"OMPI_MCA_btl_devmem_devflows=4", NULL}, "", {0}, {0}},
-        {"0 threads", {"OMPI_MCA_btl_devmem_rx_threads=0", NULL}, "", {0}, {0}},
-        {"1 thread", {"OMPI_MCA_btl_devmem_rx_threads=1", NULL}, "", {0}, {0}},
+        {"devmem", {NULL, NULL}, {"path=device", NULL}, "", 0, {0}, {0}},
+        {"btl/tcp", {"OMPI_MCA_btl=tcp,self", tcp_if}, {"btl=tcp,self", NULL}, "", 0, {0}, {0}},
+        {"1 lane", {"OMPI_MCA_btl_devmem_devflows=1", NULL}, {"devflows=1", "path=device"}, "",
+         0, {0}, {0}},
+        {"4 lanes", {"OMPI_MCA_btl_devmem_devflows=4", NULL}, {"devflows=4", "path=device"}, "",
+         0, {0}, {0}},
+        {"0 threads", {"OMPI_MCA_btl_devmem_rx_threads=0", NULL}, {"threads=0", "path=device"},
+         "", 0, {0}, {0}},
+        {"1 thread", {"OMPI_MCA_btl_devmem_rx_threads=1", NULL}, {"threads=1", "path=device"},
+         "", 0, {0}, {0}},
     };
     struct text out = {0}, table = {0}, said = {0};
     char *cmd = NULL, ifname[64], verdict[1024];
-    int rc;
+    int rc, ratio = 1;
 
     for (int c = 0; c < COLS; c++) {
         for (int i = 0; i < LAT_N; i++) {
@@ -207,8 +261,8 @@ int check_compare(const char *self, const char *launch, const char *report_path,
         if ('\0' == ifname[0]) {
             cols[1].env[1] = NULL;
         }
-        for (int c = 0; c < COLS; c++) {
-            int vrc;
+        for (size_t j = 0; j < sizeof(job_order) / sizeof(job_order[0]); j++) {
+            int c = job_order[j], vrc;
 
             printf("devmem-check: the table again, %s (%s%s%s)\n", cols[c].title,
                    NULL != cols[c].env[0] ? cols[c].env[0] : "the launch command's settings",
@@ -238,17 +292,39 @@ int check_compare(const char *self, const char *launch, const char *report_path,
                 unsetenv(name);
             }
             if (0 != vrc) {
-                snprintf(cols[c].ran, sizeof(cols[c].ran), "the job failed (exit %d)", vrc);
+                cols[c].failed = vrc;
             }
         }
-        text_printf(&table, "side by side: each column its own job, launched as '%s', "
-                    "medians of %d runs\n", launch, quick ? 3 : 5);
+        text_printf(&table, "side by side: each column its own jobs, launched as '%s', "
+                    "medians of %d runs; devmem and btl/tcp: the better of two jobs, one near "
+                    "each end of the run\n", launch, quick ? 3 : 5);
         for (int c = 0; c < COLS; c++) {
-            text_printf(&table, "  %-9s %s\n", cols[c].title,
-                        '\0' != cols[c].ran[0] ? cols[c].ran : "(said nothing)");
+            const char *which = NULL;
+            int differs = column_differs(&cols[c], &which);
+
+            if (0 != cols[c].failed) {
+                text_printf(&table, "  %-9s a job failed (exit %d)%s%s\n", cols[c].title,
+                            cols[c].failed,
+                            '\0' != cols[c].ran[0] ? "; a job said it ran with " : "",
+                            cols[c].ran);
+            } else {
+                text_printf(&table, "  %-9s %s%s%s%s\n", cols[c].title,
+                            '\0' != cols[c].ran[0] ? cols[c].ran : "(said nothing)",
+                            differs ? ": NOT " : "", differs ? which : "",
+                            differs ? ": the launch command sets it, and its --mca outranks "
+                                      "OMPI_MCA_" : "");
+            }
+            if (c < 2 && (differs || 0 != cols[c].failed)) {
+                ratio = 0;
+            }
         }
-        print_half(&table, cols, COLS, 0);
-        print_half(&table, cols, COLS, 1);
+        if (!ratio) {
+            text_printf(&table, "  no devmem/tcp ratio: the devmem or btl/tcp column is not what "
+                        "its title says (leave btl and the parameters the columns vary off the "
+                        "launch command: devmem-check sets btl itself)\n");
+        }
+        print_half(&table, cols, COLS, 0, ratio);
+        print_half(&table, cols, COLS, 1, ratio);
         fputs(table.s, stdout);
         text_printf(&out, "%s", table.s);
     } else {
