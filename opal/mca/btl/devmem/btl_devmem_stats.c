@@ -72,7 +72,8 @@ static uint64_t derived(int index)
     if (MCA_BTL_DEVMEM_STAT_window_writers == index) {
         return (uint64_t) __atomic_load_n(&c->window_writers, __ATOMIC_RELAXED);
     }
-    if (MCA_BTL_DEVMEM_STAT_emul_pool_limited == index) {
+    if (MCA_BTL_DEVMEM_STAT_emul_pool_limited == index
+        || MCA_BTL_DEVMEM_STAT_emul_linger_bytes == index) {
         struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
         struct devmem_emul_stats es = {0};
 
@@ -83,7 +84,8 @@ static uint64_t derived(int index)
             devmem_emul_get_stats(k->emul, &es);
             (void) pthread_mutex_unlock(&k->emul_lock);
         }
-        return es.recv_pool_limited;
+        return MCA_BTL_DEVMEM_STAT_emul_pool_limited == index ? es.recv_pool_limited
+                                                              : es.linger_bytes;
     }
     return 0;
 }

@@ -63,6 +63,7 @@
     X(chunks_inflight_max, HIGHWATER, "most gets and chunks outstanding on one peer's lanes") \
     X(rx_pool_full, COUNTER, "device-flow receives refused because the RX pool was full")   \
     X(emul_pool_limited, DERIVED, "emulated kernel only: receives the RX pool cut short")    \
+    X(emul_linger_bytes, DERIVED, "emulated kernel only: bytes queued when their RX binding went, read as its dmabuf fragments") \
     X(get_dmabuf, COUNTER, "get bytes that arrived as dmabuf fragments")                     \
     X(gather_calls, COUNTER, "receives whose fragments the GPU gathered")                    \
     X(gather_batches, COUNTER, "gathers of device-flow receives, one per batch (any pool)")  \

@@ -13,7 +13,10 @@
  *  2. unbind on netlink-socket close (netdev_nl_sock_priv_destroy ->
  *     net_devmem_unbind_dmabuf; net_devmem_dmabuf_binding_put): the queues stop landing data
  *     in the dmabuf (the queue restarts with a host page pool, so flows become readable), but
- *     the pool is freed only when the last outstanding net_iov comes back.
+ *     the pool is freed only when the last outstanding net_iov comes back. Segments a flow
+ *     had queued before are built of the binding's net_iovs: they are still read as
+ *     SCM_DEVMEM_DMABUF with the old id (tcp_recvmsg_dmabuf, net_devmem_iov_binding_id),
+ *     and one call never mixes them with the readable bytes after them.
  *  3. where data lands (net/core/devmem.c net_devmem_alloc_dmabuf, gen_pool_alloc_owner):
  *     the allocator, not the user, picks the net_iov; pieces are at scattered page offsets,
  *     at most one page long, and each holds a reference until its token returns.
@@ -74,8 +77,11 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+
+#include <linux/sockios.h>
 
 #include <linux/errqueue.h>
 
@@ -174,6 +180,27 @@ static void binding_free(struct devmem_emul *e, struct emul_binding *b)
     free(b);
 }
 
+/* An unbound binding goes once no token holds a page of it and no socket has bytes of it
+ * queued (the old page pool's reference, mp_dmabuf_devmem_destroy). */
+static void binding_put_dead(struct devmem_emul *e, struct emul_binding *b)
+{
+    if (!b->alive && 0 == b->refs && 0 == b->lingering) {
+        binding_free(e, b);
+    }
+}
+
+void devmem_emul_linger_end(struct devmem_emul *e, struct emul_sock *s)
+{
+    struct emul_binding *b = s->linger;
+
+    if (NULL != b) {
+        s->linger = NULL;
+        s->linger_left = 0;
+        b->lingering--;
+        binding_put_dead(e, b);
+    }
+}
+
 /* A page goes back to its pool (napi_pp_put_page). A dead pool goes once it is whole. */
 void devmem_emul_pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t page)
 {
@@ -184,9 +211,7 @@ void devmem_emul_pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_
     }
     b->free_pages[b->nfree++] = page;
     b->refs--;
-    if (!b->alive && 0 == b->refs) {
-        binding_free(e, b);
-    }
+    binding_put_dead(e, b);
 }
 
 /* Scattered placement: any free page, chosen pseudo-randomly. */
@@ -206,6 +231,7 @@ static void sock_release(struct devmem_emul *e, struct emul_sock *s)
 {
     size_t t;
 
+    devmem_emul_linger_end(e, s);
     for (t = 1; t < s->tok_cap; t++) {
         if (NULL != s->tok[t].b) {
             devmem_emul_pool_put(e, s->tok[t].b, s->tok[t].page);
@@ -425,6 +451,31 @@ int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uin
     return bind_common(e, region, 0, id, err);
 }
 
+/* At the unbind, every socket whose flow lands in b keeps the bytes it has queued as devmem
+ * of b, to be read with b's id; what arrives later is plain. Only sockets read from already
+ * (their queue is known) are looked at: the emulation meets a socket at its first receive. */
+static void keep_queued(struct devmem_emul *e, struct emul_binding *b)
+{
+    for (size_t fd = 0; fd < e->socks_cap; fd++) {
+        struct emul_sock *s = &e->socks[fd];
+        int queued = 0;
+
+        if (!s->used || !s->has_queue || NULL != s->linger
+            || s != devmem_emul_sock_get(e, (int) fd, 0)) {
+            continue;
+        }
+        for (size_t i = 0; i < e->nrules; i++) {
+            if (e->rules[i].port == s->port && devmem_emul_rule_target(e, &e->rules[i], s) == b
+                && 0 == ioctl((int) fd, SIOCINQ, &queued) && queued > 0) {
+                s->linger = b;
+                s->linger_left = (size_t) queued;
+                b->lingering++;
+                break;
+            }
+        }
+    }
+}
+
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err)
 {
     struct emul_binding *b = devmem_emul_binding_find(e, id);
@@ -432,6 +483,9 @@ int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *er
 
     if (NULL == b || !b->alive) {
         return devmem_err_set(err, ENOENT, "emul: no binding %u", id);
+    }
+    if (b->is_rx) {
+        keep_queued(e, b);
     }
     for (i = 0; i < e->nrules;) {
         if (e->rules[i].id == id) {
@@ -441,9 +495,7 @@ int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *er
         }
     }
     b->alive = 0;
-    if (0 == b->refs) {
-        binding_free(e, b);
-    }
+    binding_put_dead(e, b);
     return 0;
 }
 

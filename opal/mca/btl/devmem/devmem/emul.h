@@ -108,6 +108,7 @@ struct devmem_emul_stats {
     uint64_t tokens_freed;
     uint64_t tokens_unknown;  /* DONTNEED entries that named no outstanding token */
     uint64_t tx_sends;
+    uint64_t linger_bytes;    /* bytes read as devmem of a binding unbound after they queued */
 };
 
 void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats *s);

@@ -33,6 +33,7 @@ struct emul_binding {
     uint32_t *free_pages; /* RX: indices of free pages */
     size_t nfree;
     size_t refs;          /* RX: pages held by tokens */
+    size_t lingering;     /* RX, unbound: sockets still holding bytes queued before the unbind */
     unsigned int ifindex;  /* RX: the interface whose queues it covers */
     unsigned int queues[EMUL_BIND_QUEUES]; /* RX: the queues bind-rx named (none: queue 0) */
     size_t nqueues;
@@ -74,6 +75,8 @@ struct emul_sock {
     unsigned int ifindex;   /* ... of this interface (into an RSS context) */
     struct emul_notif *errq;
     size_t errq_n, errq_cap;
+    struct emul_binding *linger; /* the unbound binding its queued bytes were built from */
+    size_t linger_left;          /* ... and how many of them are still to be read */
 };
 
 struct emul_piece {
@@ -129,6 +132,8 @@ void devmem_emul_ctx_fini(struct devmem_emul *e);
 /* a pool page taken (scattered placement) or given back (a dead pool goes once whole) */
 uint32_t devmem_emul_pool_take(struct devmem_emul *e, struct emul_binding *b);
 void devmem_emul_pool_put(struct devmem_emul *e, struct emul_binding *b, uint32_t page);
+/* s has read the last byte it held from an unbound binding (emul.c, unbind) */
+void devmem_emul_linger_end(struct devmem_emul *e, struct emul_sock *s);
 /* fd's state (create: make it); NULL for a closed fd, or when not made */
 struct emul_sock *devmem_emul_sock_get(struct devmem_emul *e, int fd, int create);
 /* the lowest free token >= 1 for page of b on s; 0 when out of tokens */

@@ -275,7 +275,7 @@ static void count_queue(struct devmem_emul *e, const struct emul_sock *s, ssize_
  * piece. Returns the bytes delivered, or -errno with nothing taken from the pool.
  */
 static ssize_t devmem_recv(struct devmem_emul *e, struct emul_sock *s, struct emul_binding *b,
-                           int fd, struct msghdr *msg, int flags)
+                           int fd, struct msghdr *msg, int flags, size_t limit)
 {
     size_t budget = 0, room, np, planned = 0;
     struct msghdr hmsg;
@@ -284,6 +284,9 @@ static ssize_t devmem_recv(struct devmem_emul *e, struct emul_sock *s, struct em
 
     for (size_t i = 0; i < msg->msg_iovlen; i++) {
         budget += msg->msg_iov[i].iov_len;
+    }
+    if (0 != limit && budget > limit) {
+        budget = limit;
     }
     room = cmsg_room(NULL != msg->msg_control ? msg->msg_controllen : 0);
     if (0 == room) {
@@ -382,7 +385,8 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         return errqueue_recv(e, devmem_emul_sock_get(e, fd, 0), fd, msg, flags);
     }
     s = devmem_emul_sock_get(e, fd, 1);
-    b = (NULL != s) ? steered(e, s, fd) : NULL;
+    /* bytes queued before their binding went stay devmem of it, and come first */
+    b = NULL == s ? NULL : NULL != s->linger ? s->linger : steered(e, s, fd);
     if (NULL == b) {
         /* An unbound queue: ordinary TCP data, no cmsg, whatever the flag says. */
         ret = plain_recv(fd, msg, flags);
@@ -396,6 +400,7 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         if (0 == ret) {
             msg->msg_controllen = 0;
             msg->msg_flags = 0;
+            devmem_emul_linger_end(e, s);
         }
         return ret < 0 ? -errno : 0;
     }
@@ -403,10 +408,19 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         e->stats.recv_efault++;
         return -EFAULT;
     }
-    if ((size_t) devmem_emul_rnd_below(e, 100) < e->cfg.readable_pct) {
+    if (NULL != s->linger) { /* never mixed with the readable bytes after them */
+        ret = devmem_recv(e, s, b, fd, msg, flags, s->linger_left);
+        if (ret > 0) {
+            e->stats.linger_bytes += (uint64_t) ret;
+            s->linger_left -= (size_t) ret < s->linger_left ? (size_t) ret : s->linger_left;
+            if (0 == s->linger_left) {
+                devmem_emul_linger_end(e, s);
+            }
+        }
+    } else if ((size_t) devmem_emul_rnd_below(e, 100) < e->cfg.readable_pct) {
         ret = plain_recv(fd, msg, flags); /* a readable skb: header split did not happen */
     } else {
-        ret = devmem_recv(e, s, b, fd, msg, flags);
+        ret = devmem_recv(e, s, b, fd, msg, flags, 0);
     }
     count_queue(e, s, ret);
     return ret;
