@@ -498,11 +498,14 @@ static void contract(void)
     /* 3000 bytes queued when the binding goes: 6.18 built them of its net_iovs */
     n = write(snd, buf + 8192, 3000);
     usleep(20000);
+    CHECK(3000 == devmem_emul_queued(e, rx_id), "contract: 3000 bytes queued for binding %u "
+          "(%zu)", rx_id, devmem_emul_queued(e, rx_id));
     rc = devmem_emul_unbind(e, rx_id, NULL);
     CHECK(0 == rc && 0 == pool_pages(e, rx_id, &total, &nfree) && nfree < total,
           "contract: unbound pool lives on while tokens are out");
-    CHECK(0 == devmem_emul_bound(e, rx_id) && 0 == devmem_emul_bound(e, 999999),
-          "contract: an undone binding, and one that never was, are not bound");
+    CHECK(0 == devmem_emul_bound(e, rx_id) && 0 == devmem_emul_bound(e, 999999)
+              && 0 == devmem_emul_queued(e, rx_id),
+          "contract: an undone binding, and one that never was, are not bound; none queued");
     n = write(snd, buf, 1000);
     usleep(20000);
     {

@@ -451,29 +451,50 @@ int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uin
     return bind_common(e, region, 0, id, err);
 }
 
+/* The bytes socket fd has queued if its flow lands in live binding b, else 0. Only sockets
+ * read from already (their queue is known) count: the emulation meets a socket at its first
+ * receive. */
+static size_t queued_for(struct devmem_emul *e, size_t fd, struct emul_binding *b)
+{
+    struct emul_sock *s = &e->socks[fd];
+    int queued = 0;
+
+    if (!s->used || !s->has_queue || NULL != s->linger
+        || s != devmem_emul_sock_get(e, (int) fd, 0)) {
+        return 0;
+    }
+    for (size_t i = 0; i < e->nrules; i++) {
+        if (e->rules[i].port == s->port && devmem_emul_rule_target(e, &e->rules[i], s) == b) {
+            return 0 == ioctl((int) fd, SIOCINQ, &queued) && queued > 0 ? (size_t) queued : 0;
+        }
+    }
+    return 0;
+}
+
 /* At the unbind, every socket whose flow lands in b keeps the bytes it has queued as devmem
- * of b, to be read with b's id; what arrives later is plain. Only sockets read from already
- * (their queue is known) are looked at: the emulation meets a socket at its first receive. */
+ * of b, to be read with b's id; what arrives later is plain. */
 static void keep_queued(struct devmem_emul *e, struct emul_binding *b)
 {
     for (size_t fd = 0; fd < e->socks_cap; fd++) {
-        struct emul_sock *s = &e->socks[fd];
-        int queued = 0;
+        size_t queued = queued_for(e, fd, b);
 
-        if (!s->used || !s->has_queue || NULL != s->linger
-            || s != devmem_emul_sock_get(e, (int) fd, 0)) {
-            continue;
-        }
-        for (size_t i = 0; i < e->nrules; i++) {
-            if (e->rules[i].port == s->port && devmem_emul_rule_target(e, &e->rules[i], s) == b
-                && 0 == ioctl((int) fd, SIOCINQ, &queued) && queued > 0) {
-                s->linger = b;
-                s->linger_left = (size_t) queued;
-                b->lingering++;
-                break;
-            }
+        if (queued > 0) {
+            e->socks[fd].linger = b;
+            e->socks[fd].linger_left = queued;
+            b->lingering++;
         }
     }
+}
+
+size_t devmem_emul_queued(struct devmem_emul *e, uint32_t id)
+{
+    struct emul_binding *b = devmem_emul_binding_find(e, id);
+    size_t sum = 0;
+
+    for (size_t fd = 0; NULL != b && b->alive && b->is_rx && fd < e->socks_cap; fd++) {
+        sum += queued_for(e, fd, b);
+    }
+    return sum;
 }
 
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err)

@@ -47,11 +47,15 @@ int devmem_emul_bind_rx(struct devmem_emul *e, struct devmem_region *region, uin
                         struct devmem_err *err);
 int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uint32_t *id,
                         struct devmem_err *err);
-/* Closing the netlink socket: the binding stops taking data (steered flows turn readable);
- * an RX pool lives on until its last outstanding token comes back. */
+/* Closing the netlink socket: the binding stops taking data (steered flows turn readable
+ * once the bytes they had queued are read, as devmem of it); an RX pool lives on until its
+ * last outstanding token comes back. */
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err);
 /* 1 while binding id is alive (not unbound), else 0. */
 int devmem_emul_bound(struct devmem_emul *e, uint32_t id);
+/* Bytes queued now on the sockets whose flow lands in RX binding id: what an unbind now would
+ * leave to be read as devmem of it (a test's moment to unbind, as on a busy NIC). */
+size_t devmem_emul_queued(struct devmem_emul *e, uint32_t id);
 
 /* bind-rx over a list of RX queues of interface ifindex (n of them, 1..64, each below 256
  * and bound to no live binding, else -EBUSY); n 0 is devmem_emul_bind_rx. The queues decide
