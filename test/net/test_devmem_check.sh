@@ -24,6 +24,22 @@ expect_in() { # FILE ERE WHAT
     fi
 }
 
+# launch_passes WHAT OUT [ARG...]: devmem-check --quick --launch "$launch" ARG... into OUT,
+# which must end in PASS with exit 0
+launch_passes() {
+    local what=$1 out=$2 rc
+    shift 2
+    _devmem_run_bg timeout $((limit * 3)) "$check" --quick --launch "$(echo $launch)" "$@" \
+        >"$out" 2>&1
+    rc=$?
+    cat "$out"
+    if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$out" | cut -c1-20)" = "devmem-check: PASS: " ]; then
+        devmem_step_ok "$what: PASS, exit 0"
+    else
+        devmem_step_fail "$what: want exit 0 and a last line 'devmem-check: PASS: ...' (exit $rc)"
+    fi
+}
+
 # 1. two hosts, emulated kernel: PASS
 netns_setup
 out=$DEVMEM_TEST_TMP/pass.out
@@ -61,15 +77,7 @@ launch="ip netns exec $NETNS_A unshare --uts -- $NETNS_AGENT --enter $NETNS_HOST
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include $NETNS_LINK --bind-to none
     --mca btl_devmem_if_include $NETNS_LINK --mca btl_devmem_kernel emulated"
 echo "---- devmem-check --launch (the check and 8 more jobs)"
-_devmem_run_bg timeout $((limit * 3)) "$check" --launch "$(echo $launch)" --quick \
-    --report "$report2" >"$out" 2>&1
-rc=$?
-cat "$out"
-if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$out" | cut -c1-20)" = "devmem-check: PASS: " ]; then
-    devmem_step_ok "--launch: PASS, exit 0"
-else
-    devmem_step_fail "--launch: want exit 0 and a last line 'devmem-check: PASS: ...' (exit $rc)"
-fi
+launch_passes "--launch" "$out" --report "$report2"
 expect_in "$out" "^  btl/tcp +btl=tcp,self .*path=host" "--launch: the btl/tcp job ran btl/tcp"
 expect_in "$out" "^  1 lane +btl=devmem,self devflows=1 .*path=device" "--launch: the 1-lane job ran 1 lane"
 expect_in "$out" "^  4 lanes +btl=devmem,self devflows=4 .*path=device" "--launch: the 4-lane job ran 4 lanes"
@@ -98,14 +106,7 @@ out=$DEVMEM_TEST_TMP/override.out
 echo "---- devmem-check --launch, the launch command sets btl and btl_devmem_devflows"
 launch="timeout --kill-after=10 $limit mpirun --oversubscribe -np 2 --mca btl devmem,self
     --mca btl_devmem_kernel emulated --mca btl_devmem_if_include lo --mca btl_devmem_devflows 2"
-_devmem_run_bg timeout $((limit * 3)) "$check" --quick --launch "$(echo $launch)" >"$out" 2>&1
-rc=$?
-cat "$out"
-if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$out" | cut -c1-20)" = "devmem-check: PASS: " ]; then
-    devmem_step_ok "--launch, overridden columns: PASS, exit 0 (the check itself passed)"
-else
-    devmem_step_fail "--launch, overridden columns: want exit 0 and PASS last (exit $rc)"
-fi
+launch_passes "--launch, overridden columns (the check itself)" "$out"
 expect_in "$out" "^  btl/tcp +btl=devmem,self .*: NOT btl=tcp,self: the launch command sets it" \
     "--launch: the btl/tcp column that ran btl_devmem is flagged"
 expect_in "$out" "^  1 lane +.*devflows=2 .*: NOT devflows=1: " "--launch: the 1-lane column that ran 2 is flagged"
