@@ -8,7 +8,8 @@
 # plain data. With btl_devmem_mode auto the job goes on: every byte checked, the loss counted
 # (bindings_lost) and said once at verbosity 1, every token returned, no protocol error, the
 # device path counted off, the queued bytes delivered. With require the job ends naming the
-# lost binding.
+# lost binding. The rank's TX bindings go with the same socket: the sends the kernel then
+# refuses are staged instead.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
@@ -66,6 +67,32 @@ if devmem_run_checked "collectives 2+2 ranks, bindings lost after 4 MB" collecti
     netns_mpirun "$limit" 2 2 "$DEVMEM_MPI_BIN/collectives" -m 4M; then
     lost_ok 4
 fi
+# devmem TX too (tx_host=1: gets answered from host memory through TX bindings): the unbind
+# takes the rank's TX bindings with it, as their netlink socket closes; the kernel refuses the
+# sends that follow (-EINVAL), and what they carried goes staged, each binding's loss said once.
+# Each size 10 times from the same buffer: answers after the unbind come from TX bindings made
+# before it (12 runs of 12 had both ranks refused; 16 MiB once a size: 3 of 15 had none)
+DEVMEM_MCA_ARGS=("${saved[@]/unbind_after=4000000/unbind_after=4000000,tx_host=1}")
+if devmem_run_checked "pingpong 1+1 ranks, devmem TX, bindings lost after 4 MB" pingpong 2 \
+    "$limit" netns_mpirun "$limit" 1 1 "$DEVMEM_MPI_BIN/pingpong" -m 1M -i 10; then
+    lost_ok 2
+    txlost=0 txsent=0
+    for r in 0 1; do
+        v=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" tx_bindings_lost) || v=0
+        txlost=$((txlost + v))
+        v=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem) || v=0
+        txsent=$((txsent + v))
+    done
+    said=$(grep -c "devmem TX off on $NETNS_LINK for TX binding [0-9]* .*the kernel refused a send" \
+        "$DEVMEM_LAST_OUT")
+    if [ "$txsent" -gt 0 ] && [ "$txlost" -gt 0 ] && [ "$said" = "$txlost" ]; then
+        devmem_step_ok "$txsent bytes went by devmem TX; then $txlost TX binding(s) refused, each said once, the rest staged"
+    else
+        devmem_step_fail "devmem TX: $txsent bytes sent, $txlost binding(s) lost, said $said times (want sends, a loss, said once each)"
+    fi
+fi
+DEVMEM_MCA_ARGS=("${saved[@]}")
+
 # require: the job ends, naming it
 DEVMEM_MCA_ARGS+=(--mca btl_devmem_mode require)
 devmem_expect_failure "pingpong 1+1 ranks, require, bindings lost after 4 MB" \

@@ -608,6 +608,13 @@ static void contract(void)
             n = devmem_emul_recvmsg(e, snd, &tm, MSG_ERRQUEUE | MSG_DONTWAIT);
             CHECK(-EAGAIN == n, "tx: empty error queue: -EAGAIN");
         }
+        /* the netlink socket that made the TX binding closes: sends from it are refused */
+        CHECK(1 == devmem_emul_unbind_tx_all(e) && 0 == devmem_emul_bound(e, tx_id)
+                  && 1 == devmem_emul_bound(e, rx2),
+              "tx: the TX bindings undone together (1), RX bindings left alone");
+        devmem_tx_build_msg(&tm, tiov, cb.b, tx_id, &ti, 1, NULL);
+        n = devmem_emul_sendmsg(e, snd, &tm, MSG_ZEROCOPY);
+        CHECK(-EINVAL == n, "tx: a send from an undone TX binding: -EINVAL, as 6.18");
     }
     /* end of stream on a steered flow: 0 bytes and an empty control area, as the kernel's
      * recvmsg writes back; a caller that kept its control length must not reparse old cmsgs */

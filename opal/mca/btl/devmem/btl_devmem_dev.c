@@ -907,6 +907,7 @@ void mca_btl_devmem_dev_unbind_tx(uint32_t id)
     if (dev_state.via_helper && DEVMEM_KERNEL_REAL == dev_state.k->kind) {
         mca_btl_devmem_helper_release(id);
     } else if (0 != dev_state.k->ops->unbind(dev_state.k, id, &e)) {
-        DEVMEM_VERBOSE(1, "releasing TX binding %u: %s", id, e.msg);
+        /* one undone under the job and never sent from again is no longer known */
+        DEVMEM_VERBOSE(ENOENT == e.code ? 5 : 1, "releasing TX binding %u: %s", id, e.msg);
     }
 }

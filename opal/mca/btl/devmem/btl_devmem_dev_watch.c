@@ -203,6 +203,16 @@ void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
                         d->rx_id, c->modules[i]->itf.name, e.msg);
         }
     }
+    if (NULL != k->emul) { /* the TX bindings went with the same netlink socket */
+        size_t n;
+
+        (void) pthread_mutex_lock(&k->emul_lock);
+        n = devmem_emul_unbind_tx_all(k->emul);
+        (void) pthread_mutex_unlock(&k->emul_lock);
+        if (n > 0) {
+            opal_output(0, "btl:devmem: testing: %zu TX binding(s) undone too", n);
+        }
+    }
 }
 
 void mca_btl_devmem_dev_unwatch_helper(void)

@@ -254,18 +254,18 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
     struct devmem_tx_completion c;
     struct devmem_err e;
     opal_list_item_t *item;
-    int rc = 0;
+    int rc = -EAGAIN;
 
-    if (!df->tx_zerocopy || 0 == devmem_tx_inflight(&df->tracker)) {
-        return 0;
-    }
-    while (0 == (rc = k->ops->read_completion(k, df->tx_sd, &c, &e))) {
-        if (0 != devmem_tx_complete(&df->tracker, &c, tx_released, NULL, &e)) {
-            rc = -EPROTO;
-            break;
+    if (df->tx_zerocopy && 0 != devmem_tx_inflight(&df->tracker)) {
+        while (0 == (rc = k->ops->read_completion(k, df->tx_sd, &c, &e))) {
+            if (0 != devmem_tx_complete(&df->tracker, &c, tx_released, NULL, &e)) {
+                rc = -EPROTO;
+                break;
+            }
         }
     }
-    /* sends complete in order, so finished frags are at the head */
+    /* sends complete in order, so finished frags are at the head (one cut short by
+     * tx_fall_back may have finished before it was) */
     while (NULL != (item = opal_list_get_first(&df->tx_wait))
            && item != opal_list_get_end(&df->tx_wait)
            && ((mca_btl_devmem_frag_t *) item)->tx_done == ((mca_btl_devmem_frag_t *) item)->payload) {
@@ -278,8 +278,38 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
     return -1;
 }
 
+/*
+ * A devmem TX send of frag (the head of the queue) failed: its TX binding is gone (the netlink
+ * socket that made it closed) or refused. What it had queued completes on its own; the rest
+ * goes as a plain answer, staged through host memory, in its place. 0, or -1 (why filled).
+ */
+static int tx_fall_back(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *frag,
+                        uint32_t id, const char *err, char *why, size_t len)
+{
+    struct mca_btl_devmem_hdr h = frag->hdr;
+    mca_btl_devmem_frag_t *rest;
+
+    mca_btl_devmem_txmem_lost(frag->txmem, df->ep->module, id, err);
+    h.addr = frag->txmem->base + frag->tx_off + frag->tx_queued;
+    h.size = (uint32_t) (frag->payload - frag->tx_queued);
+    if (NULL == (rest = mca_btl_devmem_rdma_get_resp(&h, why, len))) {
+        return -1;
+    }
+    rest->iov_idx = 1; /* raw, as every answer on a lane */
+    opal_list_remove_first(&df->tx_queue);
+    opal_list_prepend(&df->tx_queue, &rest->base.super.super);
+    if (0 == frag->tx_queued) {
+        mca_btl_devmem_frag_return(frag);
+    } else {
+        frag->payload = frag->tx_queued;
+        opal_list_append(&df->tx_wait, &frag->base.super.super);
+    }
+    return 0;
+}
+
 /* Hand the kernel as much of frag as it takes with devmem TX from its TX binding.
- * 0 all queued, 1 blocked, -1 failed (why filled). */
+ * 0 all queued, 1 blocked, 2 replaced by a plain answer (tx_fall_back), -1 failed (why
+ * filled). */
 static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *frag, char *why,
                      size_t len)
 {
@@ -288,6 +318,9 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
     uint32_t id = mca_btl_devmem_txmem_binding(frag->txmem, ep->module);
     struct devmem_err e;
 
+    if (0 == id) { /* queued before another send found its binding gone */
+        return 0 == tx_fall_back(df, frag, id, "", why, len) ? 2 : -1;
+    }
     while (frag->tx_queued < frag->payload) {
         struct devmem_tx_iov iov = {frag->tx_off + frag->tx_queued,
                                     frag->payload - frag->tx_queued};
@@ -295,6 +328,11 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
 
         if (-EAGAIN == n || -EINTR == n) {
             return 1;
+        }
+        if (-EINVAL == n || -ENODEV == n) {
+            /* 6.18: no such TX binding (net_devmem_get_binding), or not this route's device;
+             * nothing of this call was queued */
+            return 0 == tx_fall_back(df, frag, id, e.msg, why, len) ? 2 : -1;
         }
         if (n <= 0) {
             snprintf(why, len, "devmem TX send: %s", n < 0 ? e.msg : "sent nothing");
@@ -333,6 +371,8 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
             } else if (1 == rc) {
                 blocked = true;
                 rc = 0;
+            } else if (2 == rc) {
+                rc = 0; /* a plain answer heads the queue now */
             }
             continue;
         }

@@ -265,7 +265,8 @@ int mca_btl_devmem_params_register(void)
         "pool are launched (kernel; memcpy: one copy a piece, as where the kernel cannot "
         "load); unbind_after=N: undo this rank's RX bindings once N bytes landed in its "
         "pools, as the kernel does when the netlink socket that made them closes (0: "
-        "never; emulated kernel: when a flow has bytes queued, by 2N at the latest); cpus=N: the CPUs btl_devmem_rx_threads -1 counts (0: this node's)",
+        "never; emulated kernel: when a flow has bytes queued, by 2N at the latest, and "
+        "its TX bindings too); cpus=N: the CPUs btl_devmem_rx_threads -1 counts (0: this node's)",
         OPAL_INFO_LVL_9, &c->testing);
 
     /* informational: the var system owns its string (freed when replaced, and at close) */

@@ -307,6 +307,29 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
     return id;
 }
 
+void mca_btl_devmem_txmem_lost(struct mca_btl_devmem_txmem *t, mca_btl_devmem_module_t *m,
+                               uint32_t id, const char *err)
+{
+    uint32_t i = m->index;
+    bool first;
+
+    (void) pthread_mutex_lock(&txmem_lock);
+    first = 0 != id && t->tx_id[i] == id;
+    if (first) {
+        t->tx_id[i] = 0; /* gone with its netlink socket: nothing to release at the end */
+        t->tx_failed[i] = true;
+        mca_btl_devmem_component.stats.tx_bindings_lost++;
+    }
+    (void) pthread_mutex_unlock(&txmem_lock);
+    if (first) {
+        DEVMEM_VERBOSE(1, "devmem TX off on %s for TX binding %u (a %zu-byte %s allocation): "
+                       "the kernel refused a send from it (%s), as when the netlink socket "
+                       "that made it closed (devmem-helperd stopped or restarted); gets from "
+                       "it are staged through host memory from now on", m->itf.name, id,
+                       t->size, t->ordinal >= 0 ? "device" : "host", err);
+    }
+}
+
 void mca_btl_devmem_reg_fini(void)
 {
     opal_list_item_t *item;

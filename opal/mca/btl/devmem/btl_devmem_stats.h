@@ -53,6 +53,7 @@
     X(push_unclaimed, COUNTER, "pushes no get took (another protocol, dropped, closed)")     \
     X(host_gets_control, COUNTER, "gets into host memory kept on the control connection: the RX pool is device memory") \
     X(bindings_lost, COUNTER, "RX bindings found gone under the job (their netlink socket closed, the device went away): that interface's device path is off from then on") \
+    X(tx_bindings_lost, COUNTER, "devmem TX bindings whose sends the kernel refused under the job (gone with the netlink socket that made them): their gets are staged from then on") \
     X(devflows, COUNTER, "device-flow connections adopted (receiving side)")                 \
     X(devflow_gets, COUNTER, "gets this rank answered on a device flow")                     \
     X(devflow_fallbacks, COUNTER, "device-flow lanes given up for the control connection (either side)") \

@@ -520,6 +520,22 @@ int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *er
     return 0;
 }
 
+size_t devmem_emul_unbind_tx_all(struct devmem_emul *e)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < e->nbind;) {
+        struct emul_binding *b = e->bind[i];
+
+        if (b->alive && !b->is_rx && 0 == devmem_emul_unbind(e, b->id, NULL)) {
+            n++;
+            continue; /* freed: another binding took place i */
+        }
+        i++;
+    }
+    return n;
+}
+
 int devmem_emul_bound(struct devmem_emul *e, uint32_t id)
 {
     struct emul_binding *b = devmem_emul_binding_find(e, id);

@@ -51,6 +51,8 @@ int devmem_emul_bind_tx(struct devmem_emul *e, struct devmem_region *region, uin
  * once the bytes they had queued are read, as devmem of it); an RX pool lives on until its
  * last outstanding token comes back. */
 int devmem_emul_unbind(struct devmem_emul *e, uint32_t id, struct devmem_err *err);
+/* Every live TX binding undone, as when the netlink socket that made them closes; how many. */
+size_t devmem_emul_unbind_tx_all(struct devmem_emul *e);
 /* 1 while binding id is alive (not unbound), else 0. */
 int devmem_emul_bound(struct devmem_emul *e, uint32_t id);
 /* Bytes queued now on the sockets whose flow lands in RX binding id: what an unbind now would
