@@ -163,7 +163,7 @@ static bool emulated_bytes_queued(struct devmem_kernel *k)
     for (int i = 0; i < c->num_modules && 0 == queued; i++) {
         const struct mca_btl_devmem_dev *d = c->modules[i]->dev;
 
-        if (NULL != d && DEV_BOUND == d->unbound) {
+        if (NULL != d && DEV_BOUND == d->unbound && 0 == d->helper_id) { /* those undone below */
             queued = devmem_emul_queued(k->emul, d->rx_id);
         }
     }

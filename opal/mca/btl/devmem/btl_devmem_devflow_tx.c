@@ -284,12 +284,12 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
  * goes as a plain answer, staged through host memory, in its place. 0, or -1 (why filled).
  */
 static int tx_fall_back(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *frag,
-                        uint32_t id, const char *err, char *why, size_t len)
+                        uint32_t id, bool gone, const char *err, char *why, size_t len)
 {
     struct mca_btl_devmem_hdr h = frag->hdr;
     mca_btl_devmem_frag_t *rest;
 
-    mca_btl_devmem_txmem_lost(frag->txmem, df->ep->module, id, err);
+    mca_btl_devmem_txmem_lost(frag->txmem, df->ep->module, id, gone, err);
     h.addr = frag->txmem->base + frag->tx_off + frag->tx_queued;
     h.size = (uint32_t) (frag->payload - frag->tx_queued);
     if (NULL == (rest = mca_btl_devmem_rdma_get_resp(&h, why, len))) {
@@ -319,7 +319,7 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
     struct devmem_err e;
 
     if (0 == id) { /* queued before another send found its binding gone */
-        return 0 == tx_fall_back(df, frag, id, "", why, len) ? 2 : -1;
+        return 0 == tx_fall_back(df, frag, id, false, "", why, len) ? 2 : -1;
     }
     while (frag->tx_queued < frag->payload) {
         struct devmem_tx_iov iov = {frag->tx_off + frag->tx_queued,
@@ -330,9 +330,9 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
             return 1;
         }
         if (-EINVAL == n || -ENODEV == n) {
-            /* 6.18: no such TX binding (net_devmem_get_binding), or not this route's device;
-             * nothing of this call was queued */
-            return 0 == tx_fall_back(df, frag, id, e.msg, why, len) ? 2 : -1;
+            /* 6.18: no such TX binding (net_devmem_get_binding: gone), or the route leaves by
+             * another device than the binding's; nothing of this call was queued */
+            return 0 == tx_fall_back(df, frag, id, -EINVAL == n, e.msg, why, len) ? 2 : -1;
         }
         if (n <= 0) {
             snprintf(why, len, "devmem TX send: %s", n < 0 ? e.msg : "sent nothing");

@@ -286,7 +286,9 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
     uint32_t i = m->index, id;
 
     (void) pthread_mutex_lock(&txmem_lock);
-    if (t->tx_failed[i] || 0 != t->tx_id[i]) {
+    if (t->tx_failed[i]) {
+        id = 0;
+    } else if (0 != t->tx_id[i]) {
         id = t->tx_id[i];
     } else if (NULL == k || NULL == m->dev) {
         t->tx_failed[i] = true;
@@ -308,15 +310,17 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
 }
 
 void mca_btl_devmem_txmem_lost(struct mca_btl_devmem_txmem *t, mca_btl_devmem_module_t *m,
-                               uint32_t id, const char *err)
+                               uint32_t id, bool gone, const char *err)
 {
     uint32_t i = m->index;
     bool first;
 
     (void) pthread_mutex_lock(&txmem_lock);
-    first = 0 != id && t->tx_id[i] == id;
+    first = 0 != id && t->tx_id[i] == id && !t->tx_failed[i];
     if (first) {
-        t->tx_id[i] = 0; /* gone with its netlink socket: nothing to release at the end */
+        if (gone) {
+            t->tx_id[i] = 0; /* gone with its netlink socket: nothing to release at the end */
+        }
         t->tx_failed[i] = true;
         mca_btl_devmem_component.stats.tx_bindings_lost++;
     }

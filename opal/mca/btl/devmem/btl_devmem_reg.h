@@ -90,10 +90,11 @@ void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t);
 uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
                                       mca_btl_devmem_module_t *m);
 /* A devmem TX send from binding id of t on module m failed: the kernel no longer knows it
- * (the netlink socket that made it closed: devmem-helperd restarted) or refuses it. Gets from
- * t on m are staged from now on; said once a binding, at verbosity 1. */
+ * (gone: the netlink socket that made it closed, devmem-helperd restarted) or refuses it (a
+ * binding still there is released with t). Gets from t on m are staged from now on; said once
+ * a binding, at verbosity 1. */
 void mca_btl_devmem_txmem_lost(struct mca_btl_devmem_txmem *t, mca_btl_devmem_module_t *m,
-                               uint32_t id, const char *err);
+                               uint32_t id, bool gone, const char *err);
 
 /* Drop every cache entry (finalize, after the device flows are closed). */
 void mca_btl_devmem_reg_fini(void);

@@ -413,9 +413,13 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
         if (ret > 0) {
             e->stats.linger_bytes += (uint64_t) ret;
             s->linger_left -= (size_t) ret < s->linger_left ? (size_t) ret : s->linger_left;
-            if (0 == s->linger_left) {
-                devmem_emul_linger_end(e, s);
-            }
+        }
+        /* ended when read, or when bytes left the socket but could not land (a device or
+         * token error: the count no longer says where the later bytes start) */
+        if (0 == s->linger_left
+            || (ret < 0 && -EAGAIN != ret && -EINTR != ret && -ENOBUFS != ret
+                && -ETOOSMALL != ret)) {
+            devmem_emul_linger_end(e, s);
         }
     } else if ((size_t) devmem_emul_rnd_below(e, 100) < e->cfg.readable_pct) {
         ret = plain_recv(fd, msg, flags); /* a readable skb: header split did not happen */
