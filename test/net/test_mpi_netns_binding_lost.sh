@@ -46,11 +46,8 @@ lost_ok() { # NP
         devmem_step_fail "the loss said $said times (want once a rank: $1)"
     fi
     # unbind_after waits for a flow with bytes queued (by 2N at the latest): they come next
-    local lingered=0 v
-    for ((r = 0; r < $1; r++)); do
-        v=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" emul_linger_bytes) || v=0
-        lingered=$((lingered + v))
-    done
+    local lingered
+    lingered=$(devmem_stat_sum "$DEVMEM_LAST_OUT" emul_linger_bytes) || lingered=0
     if [ "$lingered" -gt 0 ]; then
         devmem_step_ok "$lingered bytes queued at the unbinds came from the lost bindings' pools, checked"
     else
@@ -76,13 +73,8 @@ DEVMEM_MCA_ARGS=("${saved[@]/unbind_after=4000000/unbind_after=4000000,tx_host=1
 if devmem_run_checked "pingpong 1+1 ranks, devmem TX, bindings lost after 4 MB" pingpong 2 \
     "$limit" netns_mpirun "$limit" 1 1 "$DEVMEM_MPI_BIN/pingpong" -m 1M -i 10; then
     lost_ok 2
-    txlost=0 txsent=0
-    for r in 0 1; do
-        v=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" tx_bindings_lost) || v=0
-        txlost=$((txlost + v))
-        v=$(devmem_stat "$DEVMEM_LAST_OUT" "$r" tx_devmem) || v=0
-        txsent=$((txsent + v))
-    done
+    txlost=$(devmem_stat_sum "$DEVMEM_LAST_OUT" tx_bindings_lost) || txlost=0
+    txsent=$(devmem_stat_sum "$DEVMEM_LAST_OUT" tx_devmem) || txsent=0
     said=$(grep -c "devmem TX off on $NETNS_LINK for TX binding [0-9]* .*the kernel refused a send" \
         "$DEVMEM_LAST_OUT")
     if [ "$txsent" -gt 0 ] && [ "$txlost" -gt 0 ] && [ "$said" = "$txlost" ]; then

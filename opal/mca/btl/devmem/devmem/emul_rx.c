@@ -410,9 +410,9 @@ ssize_t devmem_emul_recvmsg(struct devmem_emul *e, int fd, struct msghdr *msg, i
     }
     if (NULL != s->linger) { /* never mixed with the readable bytes after them */
         ret = devmem_recv(e, s, b, fd, msg, flags, s->linger_left);
-        if (ret > 0) {
+        if (ret > 0) { /* never more than linger_left: it bounds the receive */
             e->stats.linger_bytes += (uint64_t) ret;
-            s->linger_left -= (size_t) ret < s->linger_left ? (size_t) ret : s->linger_left;
+            s->linger_left -= (size_t) ret;
         }
         /* ended when read, or when bytes left the socket but could not land (a device or
          * token error: the count no longer says where the later bytes start) */
