@@ -256,7 +256,9 @@ static int as_user(uid_t uid, gid_t gid, int (*fn)(void))
     return WIFEXITED(st) && 0 == WEXITSTATUS(st);
 }
 
-static int nobody_tx_refused(void)
+/* nobody's TX binding beside root's RX bindings is granted (an RX binding sends nothing);
+ * a second user's TX binding beside it is refused while nobody holds it, and granted after */
+static int nobody_tx_beside_rx(void)
 {
     struct devmem_helper_client *c = client();
     struct devmem_err e;
@@ -264,9 +266,17 @@ static int nobody_tx_refused(void)
     int buf = memfd(1 << 20);
     int rc = devmem_helper_bind_tx(c, "lo", buf, &id, &e);
 
-    printf("      nobody's bind-tx: %s\n", 0 == rc ? "granted" : e.msg);
+    printf("      nobody's bind-tx beside root's RX bindings: %s\n", 0 == rc ? "granted" : e.msg);
     fflush(stdout);
-    return EBUSY == -rc && NULL != strstr(e.msg, "tx-shared no");
+    if (0 != rc) {
+        return 0;
+    }
+    /* hold it while the parent checks that another user is refused, then let go */
+    printf("holding\n");
+    fflush(stdout);
+    (void) getchar();
+    devmem_helper_close(c);
+    return 1;
 }
 
 static int outsider_refused(void)
@@ -277,6 +287,66 @@ static int outsider_refused(void)
     send_hello(fd);
     ok = refused_with(fd, EACCES, "allow-group") && closed(fd);
     fflush(stdout);
+    return ok;
+}
+
+static int second_user_tx_refused(void)
+{
+    struct devmem_helper_client *c = client();
+    struct devmem_err e;
+    uint32_t id = 0;
+    int buf = memfd(1 << 20);
+    int rc = devmem_helper_bind_tx(c, "lo", buf, &id, &e);
+
+    printf("      uid 12346's bind-tx beside nobody's: %s\n", 0 == rc ? "granted" : e.msg);
+    fflush(stdout);
+    return EBUSY == -rc && NULL != strstr(e.msg, "tx-shared no")
+           && NULL != strstr(e.msg, "uid 65534 holds a TX binding");
+}
+
+static int tx_sharing(void)
+{
+    int to_child[2], from_child[2], ok = 1;
+    char line[64] = "";
+    struct devmem_helper_client *root = client();
+    struct devmem_err e;
+    uint32_t id = 0;
+    int buf = memfd(1 << 20);
+    pid_t pid;
+    FILE *in;
+
+    if (0 != pipe(to_child) || 0 != pipe(from_child)) {
+        return 0;
+    }
+    if (0 == (pid = fork())) {
+        dup2(to_child[0], 0);
+        dup2(from_child[1], 1);
+        close(to_child[1]); /* so that the parent's close is the end of input */
+        close(from_child[0]);
+        if (0 != setgroups(0, NULL) || 0 != setgid(NOBODY) || 0 != setuid(NOBODY)) {
+            _exit(1);
+        }
+        _exit(nobody_tx_beside_rx() ? 0 : 1);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    in = fdopen(from_child[0], "r");
+    while (NULL != fgets(line, sizeof(line), in) && 0 != strcmp(line, "holding\n")) {
+        fputs(line, stdout);
+    }
+    if (0 != strcmp(line, "holding\n")) {
+        ok = 0;
+    } else {
+        ok &= as_user(12346, NOBODY, second_user_tx_refused);
+        devmem_err_clear(&e);
+        ok &= 0 == devmem_helper_bind_tx(root, "lo", buf, &id, &e);
+        printf("      root's bind-tx beside nobody's: %s\n", 0 == e.code ? "granted" : e.msg);
+    }
+    close(to_child[1]);
+    waitpid(pid, NULL, 0);
+    fclose(in);
+    close(buf);
+    devmem_helper_close(root);
     return ok;
 }
 
@@ -605,10 +675,12 @@ int main(int argc, char **argv)
     CHECK((devmem_err_clear(&e), 0 == devmem_helper_release(other, r2.binding_id, &e)),
           "release one of them (%s)", e.msg);
     CHECK(0 == bind_rx(other, 1 << 20, &r2, &e), "and bind again (%s)", e.msg);
-    /* TX on a device another user shares */
-    CHECK(as_user(NOBODY, NOBODY, nobody_tx_refused),
-          "nobody is refused a TX binding on lo while root holds bindings there");
+    /* TX: beside another user's RX bindings, granted; beside another user's TX binding,
+     * refused, except to root */
     devmem_helper_close(other);
+    usleep(200 * 1000); /* the helper undoes a closed connection's bindings */
+    CHECK(tx_sharing(), "TX bindings: granted beside another user's RX bindings, refused beside "
+          "another user's TX binding, never to root");
 
     /* the port must stay the client's: shutting its listening socket down ends the rule */
     {

@@ -31,24 +31,11 @@
  * imitate. The /proc/self/fd link, which any file system can make read "/dmabuf:x", is only
  * used to say what the descriptor was when it is refused.
  */
-static void fd_link(int fd, char *buf, size_t len)
-{
-    char path[64];
-    ssize_t n;
-
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    n = readlink(path, buf, len - 1);
-    buf[n > 0 ? (size_t) n : 0] = '\0';
-    if (n <= 0) {
-        snprintf(buf, len, "unknown");
-    }
-}
-
 /* 0 and the size when fd is a dmabuf, -EBADF when it is not. The dmabuf's lines come in
  * the order size, count, exp_name, then its name, which the exporter's user may set to any
  * text, newlines included: so the first size line counts, it must come before exp_name, and
  * nothing after exp_name is read. */
-static int dmabuf_size(int fd, uint64_t *bytes)
+static int dmabuf_size(int fd, const char *name, uint64_t *bytes)
 {
     char path[64], text[4096], *line, *save = NULL;
     unsigned long long size = 0;
@@ -56,6 +43,11 @@ static int dmabuf_size(int fd, uint64_t *bytes)
     ssize_t n;
     int pfd;
 
+    /* only a file the kernel names a dmabuf: another's fdinfo can be long (an epoll's lists
+     * every watch) */
+    if (0 != strncmp(name, "/dmabuf:", 8) && 0 != strncmp(name, "anon_inode:dmabuf", 17)) {
+        return -EBADF;
+    }
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
     if ((pfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         return -EBADF;
@@ -82,11 +74,11 @@ static int dmabuf_size(int fd, uint64_t *bytes)
 
 /* 0 and the size when fd is a memfd: F_GET_SEALS answers for shmem files only, and their
  * fstat never leaves the kernel. */
-static int memfd_size(int fd, uint64_t *bytes)
+static int memfd_size(int fd, const char *name, uint64_t *bytes)
 {
     struct stat st;
 
-    if (fcntl(fd, F_GET_SEALS) < 0 || 0 != fstat(fd, &st) || st.st_size <= 0) {
+    if (0 != strncmp(name, "/memfd:", 7) || fcntl(fd, F_GET_SEALS) < 0 || 0 != fstat(fd, &st) || st.st_size <= 0) {
         return -EBADF;
     }
     *bytes = (uint64_t) st.st_size;
@@ -141,14 +133,12 @@ static int real_probe_rx(struct hd_iface *itf, struct devmem_err *err)
     return rc;
 }
 
-static int real_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
+static int real_check_dmabuf(int fd, const char *name, uint64_t *bytes,
+                             struct devmem_err *err)
 {
-    char link[128];
-
-    if (0 != dmabuf_size(fd, bytes)) {
-        fd_link(fd, link, sizeof(link));
+    if (0 != dmabuf_size(fd, name, bytes)) {
         return devmem_err_set(err, EBADF, "the descriptor passed as a dmabuf is not one (it is "
-                              "%s)", link);
+                              "%s)", name);
     }
     return 0;
 }
@@ -552,14 +542,12 @@ static int emul_probe_rx(struct hd_iface *itf, struct devmem_err *err)
     return 0;
 }
 
-static int emul_check_dmabuf(int fd, uint64_t *bytes, struct devmem_err *err)
+static int emul_check_dmabuf(int fd, const char *name, uint64_t *bytes,
+                             struct devmem_err *err)
 {
-    char link[128];
-
-    if (0 != dmabuf_size(fd, bytes) && 0 != memfd_size(fd, bytes)) {
-        fd_link(fd, link, sizeof(link));
+    if (0 != dmabuf_size(fd, name, bytes) && 0 != memfd_size(fd, name, bytes)) {
         return devmem_err_set(err, EBADF, "the descriptor passed as a dmabuf is not one, nor "
-                              "the memfd the emulated kernel takes (it is %s)", link);
+                              "the memfd the emulated kernel takes (it is %s)", name);
     }
     return 0;
 }

@@ -6,11 +6,15 @@
  *   backend.c  what it does to the NIC, behind one table: real (netlink, ethtool) or emulated
  *   serve.c    clients: reading messages and their fds, answering, undoing on disconnect
  *   requests.c what each request does: checks, queue choice, the backend's steps, bookkeeping
- *   inspect.c  looking at and closing passed descriptors, in threads the event loop never
- *              waits on for long
+ *   inspect.c  what a passed descriptor is, asked without any call that can wait on its owner
+ *   tcptable.c the namespace's TCP sockets, read from /proc/net/tcp without a socket lock
+ *   closer.c   closing what users passed, in each user's own threads
+ *   log.c      the log, rate-limited per user
  *   status.c   the status text
  *   main.c     options, the listening socket, the event loop, --status
- * Single-threaded: one poll loop serves every client, so no state needs a lock.
+ * One poll loop serves every client, so no state but the closer's needs a lock. The loop
+ * never does anything with a user's object that can block or take unbounded time: it names
+ * a passed descriptor before asking it anything (inspect.c) and never closes one (closer.c).
  */
 #ifndef DEVMEM_HELPERD_H
 #define DEVMEM_HELPERD_H
@@ -19,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -61,12 +66,14 @@ struct hd_policy {
     unsigned int max_clients, max_clients_per_user;
     unsigned int max_bindings, max_rules; /* per user */
     unsigned int max_queues;              /* RX queues per binding (an RSS context over them) */
+    unsigned int user_share;              /* percent of an interface's queues one user may
+                                           * hold while another user wants some */
     uint64_t max_bytes;                   /* bound memory per user */
     bool allow_tx;  /* TX bindings at all */
     bool tx_shared; /* TX bindings on a device other users hold bindings on */
     bool restore;   /* undo NIC settings when the last binding on it goes */
     struct hd_origin max_clients_at, max_clients_per_user_at, max_bindings_at, max_rules_at,
-        max_bytes_at, allow_tx_at, tx_shared_at, restore_at, max_queues_at;
+        max_bytes_at, allow_tx_at, tx_shared_at, restore_at, max_queues_at, user_share_at;
 };
 
 /* Defaults, then the file (NULL: none). -errno with "FILE:LINE: what is wrong" in err. */
@@ -105,6 +112,10 @@ struct hd_iface {
     uint32_t rxbuf_in_use;  /* what the driver reports after prepare; 0: not known */
     char nic_note[160];     /* what prepare could not check (e.g. "RSS: not reported") */
     long idle_since_ms;     /* when its last binding went */
+    struct {
+        uid_t uid;
+        long at_ms;         /* 0: a free slot */
+    } askers[8];            /* who asked for its queues lately (user-share) */
     struct hd_iface *next;
 };
 
@@ -117,6 +128,7 @@ struct hd_binding {
     uint32_t rule_id;
     uint32_t rss_ctx;   /* RX over 2+ queues: the RSS context the rule steers into, 0: none */
     uint16_t port;      /* RX: the steered port */
+    struct devmem_nic_flow flow; /* RX: the steered address and port */
     uint64_t bytes;     /* size of the dmabuf */
     int listen_fd;      /* RX: the client's socket, held while its port is steered */
     unsigned long listen_ino; /* its inode, to find it in /proc/net/tcp */
@@ -156,8 +168,9 @@ struct hd_backend_ops {
      * standing in for the dmabuf. A device without devmem support is refused before the
      * kernel looks at the fd (its words are relayed); a capable one refuses the memfd. */
     int (*probe_rx)(struct hd_iface *itf, struct devmem_err *err);
-    /* Is fd a dmabuf this backend can bind? Its size in *bytes; the refusal names it. */
-    int (*check_dmabuf)(int fd, uint64_t *bytes, struct devmem_err *err);
+    /* Is fd, whose open file the kernel calls name (hd_fd_name), a dmabuf this backend can
+     * bind? Its size in *bytes; the refusal names it. Asks nothing of a file not so named. */
+    int (*check_dmabuf)(int fd, const char *name, uint64_t *bytes, struct devmem_err *err);
     /* Before an RX binding: header split on with threshold 0, RSS kept below the policy's
      * first queue, the policy's rx-buf-len (not fatal: a driver's refusal is logged once).
      * What the driver does not report is left to the kernel's own checks at bind time and
@@ -205,22 +218,62 @@ struct hd_passed {
     struct devmem_err dmabuf_err;
     int sock_rc;           /* 0: a listening socket that may be steered, described by flow */
     struct devmem_nic_flow flow;
+    unsigned long sock_inode;
     struct devmem_err sock_err;
 };
 
 struct helperd;
-/* Look at dmabuf_fd (and sock_fd when >= 0, the device-flow socket for ifname) in a thread,
- * waiting a bounded time. 0 with *out filled (each check with its own result), or -ETIMEDOUT
- * / -EAGAIN with err: the descriptors did not answer, or this user's earlier ones still hold
- * helper threads. */
-int hd_inspect(struct helperd *hd, uid_t uid, int dmabuf_fd, int sock_fd, const char *ifname,
-               struct hd_passed *out, struct devmem_err *err);
-/* Close a descriptor a client passed, in a thread: closing a FUSE file waits for its server. */
-void hd_close_passed(uid_t uid, int fd);
+/* Look at dmabuf_fd (and sock_fd when >= 0, the device-flow socket for ifname); each check
+ * has its own result in *out. Never waits on the descriptors' owner. */
+void hd_inspect(struct helperd *hd, int dmabuf_fd, int sock_fd, const char *ifname,
+                struct hd_passed *out);
+/* What the kernel calls fd's open file: "socket:[123]", "/dmabuf:", "anon_inode:[eventpoll]",
+ * a path; "unknown" when it cannot tell. */
+void hd_fd_name(int fd, char *buf, size_t len);
 /* The kernel's ephemeral port range (net.ipv4.ip_local_port_range, the helper's namespace). */
 int hd_local_port_range(unsigned int *lo, unsigned int *hi);
-/* Whether uid's descriptors hold as many helper threads as one user may. */
-bool hd_uid_blocked(uid_t uid);
+
+/* ------------------------------------------------------------------ tcptable.c */
+
+#define HD_TCP_TIME_WAIT 0x06
+#define HD_TCP_LISTEN 0x0A
+
+/* One row of /proc/net/tcp or tcp6: a socket's local address and port, state, owner. */
+struct hd_tcp_sock {
+    int family;
+    union {
+        struct in_addr v4;
+        struct in6_addr v6;
+    } addr;
+    unsigned int port, state;
+    uid_t uid;
+    unsigned long inode; /* 0: a time-wait or request socket, which no descriptor holds */
+};
+typedef bool (*hd_tcp_fn)(const struct hd_tcp_sock *s, void *arg); /* false: stop */
+/* Every TCP socket of the helper's namespace, IPv4 then IPv6; 0 or -errno. */
+int hd_tcp_each(hd_tcp_fn fn, void *arg);
+/* Whether s takes connections to flow's address and port: the same address, the wildcard,
+ * or for IPv4 the IPv6 wildcard and the v4-mapped address. */
+bool hd_tcp_same_port(const struct hd_tcp_sock *s, const struct devmem_nic_flow *flow);
+const char *hd_tcp_state_name(unsigned int st);
+
+/* ------------------------------------------------------------------ closer.c */
+
+/* Once, before any close: the signal that interrupts a close that lasts. */
+void hd_closer_init(void);
+/* Close fd, which uid passed (or uid's connection), in one of uid's closing threads. */
+void hd_close_passed(uid_t uid, int fd);
+/* About every HD_CLOSE_NUDGE_MS: interrupt closes that last. */
+void hd_closer_tick(void);
+/* Whether uid's closes have piled up: its messages wait until they drain. */
+bool hd_closer_backlogged(uid_t uid);
+struct hd_closer_counts {
+    size_t queued, threads, closing, users; /* users: those backlogged */
+    unsigned long long closed, nudges;
+};
+void hd_closer_counts(struct hd_closer_counts *out);
+/* At exit: wait up to wait_ms for every queued close. */
+void hd_closer_drain(long wait_ms);
 
 /* ------------------------------------------------------------------ the daemon */
 
@@ -254,7 +307,7 @@ int hd_request_release(struct helperd *hd, struct hd_client *c, uint32_t id,
 void hd_binding_release(struct helperd *hd, struct hd_binding *b);
 /* The client's listening socket of binding b was shut down or closed: its port may pass to
  * another process, so the binding and its rule go now. */
-void hd_binding_lost(struct helperd *hd, struct hd_binding *b);
+void hd_binding_lost(struct helperd *hd, struct hd_binding *b, const char *why);
 /* Every held listening socket must still listen on the port its rule steers: a client that
  * shut its socket down and listened again may have let the port go. Lockless (it reads
  * /proc/net/tcp, never the sockets). Call about once a second. */
@@ -278,7 +331,11 @@ void hd_queue_holders(const struct helperd *hd, const struct hd_iface *itf, uint
 void hd_status_counts(const struct helperd *hd, unsigned int *bindings, unsigned int *rules,
                       unsigned int *contexts);
 
-/* main.c: to stderr (--foreground) or syslog */
+/* log.c: to stderr (--foreground) or syslog */
+void hd_log_setup(bool to_stderr, bool verbose);
 void hd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line a user's request causes: at most HD_LOG_BURST of them at once per uid, then one a
+ * second, and the next line that passes says how many were left out. */
+void hd_log_user(uid_t uid, int prio, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif /* DEVMEM_HELPERD_H */

@@ -34,27 +34,6 @@
 #define SO_NETNS_COOKIE 71 /* Linux 5.14 */
 #endif
 
-static bool log_to_stderr = true;
-static int log_verbose;
-
-void hd_log(int prio, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (LOG_DEBUG == prio && !log_verbose) {
-        return;
-    }
-    va_start(ap, fmt);
-    if (log_to_stderr) {
-        fprintf(stderr, "devmem-helperd: ");
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-    } else {
-        vsyslog(prio, fmt, ap);
-    }
-    va_end(ap);
-}
-
 static void usage(FILE *out)
 {
     fprintf(out,
@@ -197,6 +176,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
     int rc = 0;
 
     for (;;) {
+        struct hd_closer_counts closing;
         size_t n = 2, want = 2 + hd->nclients;
         int r;
 
@@ -232,10 +212,14 @@ static int serve(struct helperd *hd, int lfd, int sfd)
             }
         }
         for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
-            who[n] = (struct slot){c, NULL};
-            pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+            /* a user whose descriptors are still being closed sends no more for now */
+            if (!hd_closer_backlogged(c->uid)) {
+                who[n] = (struct slot){c, NULL};
+                pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+            }
         }
-        r = poll(pfd, n, hd_now_ms() < accept_paused_until ? 100 : 1000);
+        hd_closer_counts(&closing);
+        r = poll(pfd, n, hd_now_ms() < accept_paused_until || 0 != closing.threads ? 100 : 1000);
         if (r < 0 && EINTR != errno) {
             hd_log(LOG_ERR, "poll: %s", strerror(errno));
             rc = 1;
@@ -253,7 +237,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
                 continue;
             }
             if (NULL != who[i].binding) {
-                hd_binding_lost(hd, who[i].binding);
+                hd_binding_lost(hd, who[i].binding, "its socket was shut down or closed");
             } else if (0 != hd_client_readable(hd, who[i].client)) {
                 hd_client_drop(hd, who[i].client, who[i].client->closing
                                                       ? "refused" : "closed by the client");
@@ -263,6 +247,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
             accept_all(hd, lfd);
         }
         hd_clients_expire(hd, hd_now_ms());
+        hd_closer_tick();
         if (hd_now_ms() - last_recheck >= 1000) {
             last_recheck = hd_now_ms();
             hd_bindings_recheck(hd);
@@ -273,6 +258,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
         hd_client_drop(hd, hd->clients, "helper stopping");
     }
     hd_ifaces_restore(hd, true);
+    hd_closer_drain(2000);
     free(pfd);
     free(who);
     return rc;
@@ -283,9 +269,9 @@ static int serve(struct helperd *hd, int lfd, int sfd)
 static void raise_fd_limit(const struct hd_policy *p)
 {
     struct rlimit rl;
-    /* per connection: its socket, up to two passed descriptors while a message is read and
-     * their duplicates being looked at; and a held listening socket per binding */
-    rlim_t need = (rlim_t) p->max_clients * (5 + p->max_bindings) + 64;
+    /* per connection: its socket and the two descriptors of the message being read (more
+     * are refused and closed); and a held listening socket per binding */
+    rlim_t need = (rlim_t) p->max_clients * (3 + p->max_bindings) + 64;
 
     if (0 != getrlimit(RLIMIT_NOFILE, &rl)) {
         return;
@@ -324,7 +310,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     static struct helperd hd;
     const char *path = DEVMEM_HELPER_SOCKET_DEFAULT, *config = NULL, *kernel = "real";
-    bool foreground = false, status = false, check = false;
+    bool foreground = false, status = false, check = false, verbose = false;
     struct devmem_err e;
     sigset_t mask;
     int o, lfd, sfd, rc;
@@ -337,7 +323,7 @@ int main(int argc, char **argv)
         case 'f': foreground = true; break;
         case 'S': status = true; break;
         case 'C': check = true; break;
-        case 'v': log_verbose = 1; break;
+        case 'v': verbose = true; break;
         case 'V': printf("devmem-helperd %s\n", PACKAGE_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -347,6 +333,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    hd_log_setup(true, verbose);
     if (status) {
         return print_status(path);
     }
@@ -369,7 +356,7 @@ int main(int argc, char **argv)
         static char text[DEVMEM_HELPER_BODY_MAX];
         struct hd_client root = {.uid = 0};
         hd_status_text(&hd, &root, text, sizeof(text));
-        fputs(strchr(text, '\n') + 1, stdout); /* the policy line, without the empty state */
+        fputs(strstr(text, "policy for uid"), stdout); /* without the empty state */
         return 0;
     }
     if (0 != geteuid()) {
@@ -383,6 +370,13 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
+    hd_closer_init();
+    {
+        sigset_t usr1;
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        sigprocmask(SIG_BLOCK, &usr1, NULL); /* only a closing thread takes it */
+    }
     if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
         hd_log(LOG_ERR, "signalfd: %s", strerror(errno));
         return 1;
@@ -401,9 +395,8 @@ int main(int argc, char **argv)
             hd_log(LOG_ERR, "daemon: %s", strerror(errno));
             return 1;
         }
-        log_to_stderr = false;
-        openlog("devmem-helperd", LOG_PID, LOG_DAEMON);
     }
+    hd_log_setup(foreground, verbose);
     hd_log(LOG_NOTICE, "listening at %s (kernel %s, policy %s, %zu interface(s))", path,
            hd.be->name, '\0' != hd.policy.path[0] ? hd.policy.path : "built-in defaults",
            hd.policy.nifaces);

@@ -10,6 +10,8 @@
  *   socket-group GROUP             the socket's group (mode 0660); else root only (0600)
  *   max-clients N, max-clients-per-user N
  *   max-bindings N, max-rules N, max-bytes SIZE[K|M|G|T]   per user, over all connections
+ *   user-share PERCENT             of an interface's queues one user may hold while another
+ *                                  user holds some or asked for some in the last minute
  *   allow-tx yes|no                TX bindings at all (no: for nodes shared between users)
  *   tx-shared yes|no               TX bindings on a device other users hold bindings on
  *   restore yes|no                 put NIC settings back when the last binding goes
@@ -37,6 +39,7 @@ static void defaults(struct hd_policy *p)
     p->max_bindings = 16;
     p->max_rules = 16;
     p->max_queues = 16;
+    p->user_share = 50;
     p->max_bytes = 64ull << 30;
     p->allow_tx = true;
     p->tx_shared = false;
@@ -243,6 +246,20 @@ static int apply_line(struct hd_policy *p, char **w, int nw, int line, struct de
         }
         p->has_socket_group = true;
         p->socket_group_at = at;
+        return 0;
+    }
+    if (0 == strcmp(key, "user-share")) {
+        char *pct = strchr(w[1], '%');
+
+        if (NULL != pct && '\0' == pct[1]) {
+            *pct = '\0';
+        }
+        if (0 != parse_uint(w[1], 100, &n) || 0 == n) {
+            return BAD("%s:%d: user-share \"%s\": a percentage from 1%% to 100%%", p->path,
+                       line, w[1]);
+        }
+        p->user_share = (unsigned int) n;
+        p->user_share_at = at;
         return 0;
     }
     if (0 == strcmp(key, "max-bytes")) {

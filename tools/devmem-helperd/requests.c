@@ -10,12 +10,13 @@
 #include "helperd.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <arpa/inet.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -188,14 +189,17 @@ static int check_limits(struct helperd *hd, struct hd_client *c, const char *ifn
                               "on this node", hd_policy_where(p, p->allow_tx_at, where,
                                                               sizeof(where)));
     }
-    /* A TX binding id is global and the kernel does not check who sends with it: while one
-     * exists, no other user may share the device, and the reverse. */
-    if (!p->tx_shared && NULL != itf && NULL != (b = other_user(hd, itf, c->uid, rx))) {
-        return devmem_err_set(err, EBUSY, "refused by policy (tx-shared no, %s): another user "
-                              "holds a%s binding on %s, and a TX binding lets any local process "
+    /* A TX binding id is global and the kernel does not check who sends with it: a user's
+     * ranks holding ids of their own would be one wrong number away from sending another
+     * user's memory. So TX bindings of two users never share a device; RX bindings give no
+     * way to send and are not held back, nor is root. */
+    if (!rx && !p->tx_shared && 0 != c->uid && NULL != itf
+        && NULL != (b = other_user(hd, itf, c->uid, true))) {
+        return devmem_err_set(err, EBUSY, "refused by policy (tx-shared no, %s): uid %u holds "
+                              "a TX binding on %s, and a TX binding lets any local process "
                               "that guesses its id send from its memory",
                               hd_policy_where(p, p->tx_shared_at, where, sizeof(where)),
-                              b->rx ? "n RX" : " TX", ifname);
+                              (unsigned) b->owner->uid, ifname);
     }
     return 0;
 }
@@ -236,8 +240,8 @@ static struct queue_text queue_list(const struct hd_iface *itf, uint64_t mask)
     }
     return t;
 }
-static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *mask,
-                          struct devmem_err *err)
+static int foreign_queues(struct helperd *hd, uid_t asker, struct hd_iface *itf,
+                          uint64_t *mask, struct devmem_err *err)
 {
     static struct devmem_nic_rule rules[HD_RULES_SCAN];
     size_t n = 0;
@@ -273,7 +277,7 @@ static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *ma
 
             /* a rule into an RSS context lands on every queue of the context's table */
             if (0 != hd->be->ctx_queues(itf, rules[i].rss_ctx, &theirs, &e)) {
-                hd_log(LOG_WARNING, "%s: rule %u steers into RSS context %u, whose queues "
+                hd_log_user(asker, LOG_WARNING, "%s: rule %u steers into RSS context %u, whose queues "
                        "could not be read (%s): taken as none of the range", itf->name,
                        rules[i].location, rules[i].rss_ctx, e.msg);
             }
@@ -285,12 +289,12 @@ static int foreign_queues(struct helperd *hd, struct hd_iface *itf, uint64_t *ma
         }
         *mask |= theirs;
         if (0 != rules[i].rss_ctx) {
-            hd_log(LOG_WARNING, "%s: rule %u steers into RSS context %u (queues %s), and no "
+            hd_log_user(asker, LOG_WARNING, "%s: rule %u steers into RSS context %u (queues %s), and no "
                    "binding of this helper made it: those queues stay unused until the rule "
                    "is deleted (ethtool -N %s delete %u)", itf->name, rules[i].location,
                    rules[i].rss_ctx, queue_list(itf, theirs).s, itf->name, rules[i].location);
         } else {
-            hd_log(LOG_WARNING, "%s: rule %u steers to queue %u, and no binding of this helper "
+            hd_log_user(asker, LOG_WARNING, "%s: rule %u steers to queue %u, and no binding of this helper "
                    "made it: that queue stays unused until the rule is deleted (ethtool -N %s "
                    "delete %u)", itf->name, rules[i].location, rules[i].queue, itf->name,
                    rules[i].location);
@@ -324,7 +328,7 @@ static int pick_queues(const struct hd_iface *itf, unsigned int n, uint64_t fore
  * so that a node's ranks all fit, and none takes every queue before the next one asks. */
 static unsigned int grant_queues(const struct helperd *hd, const struct hd_iface *itf,
                                  const struct devmem_helper_bind_rx *req, uint64_t foreign,
-                                 unsigned int *first)
+                                 unsigned int room, unsigned int *first)
 {
     unsigned int span = itf->pol->qhi - itf->pol->qlo + 1;
     unsigned int sharers = 0 != req->sharers ? req->sharers : 1;
@@ -335,12 +339,66 @@ static unsigned int grant_queues(const struct helperd *hd, const struct hd_iface
     }
     n = n < span / sharers ? n : span / sharers;
     n = n < hd->policy.max_queues ? n : hd->policy.max_queues;
+    n = n < room ? n : room;
     for (n = n > 0 ? n : 1; n > 0; n--) {
         if (0 == pick_queues(itf, n, foreign, first)) {
             return n;
         }
     }
     return 0;
+}
+
+/*
+ * user-share: while another user holds queues of an interface, or asked for some within
+ * HD_WANT_MS, one user may hold at most its share of the policy's range. A node given to one
+ * job keeps every queue; a node shared by users cannot be taken whole by the first. Records
+ * uid's ask. Returns the queues uid may still take (UINT_MAX: no limit), the other in *who.
+ */
+#define HD_WANT_MS 60000
+static unsigned int share_room(struct hd_iface *itf, const struct helperd *hd, uid_t uid,
+                               uid_t *who)
+{
+    unsigned int span = itf->pol->qhi - itf->pol->qlo + 1, held = 0, share;
+    const size_t nask = sizeof(itf->askers) / sizeof(itf->askers[0]);
+    long now = hd_now_ms();
+    bool wanted = false;
+    size_t slot = 0;
+
+    for (size_t i = 0; i < nask; i++) {
+        if (0 != itf->askers[i].at_ms && itf->askers[i].uid != uid
+            && now - itf->askers[i].at_ms < HD_WANT_MS) {
+            wanted = true;
+            *who = itf->askers[i].uid;
+        }
+        /* uid's own slot, else the oldest */
+        if (0 != itf->askers[slot].at_ms && itf->askers[slot].uid == uid) {
+            continue;
+        }
+        if ((0 != itf->askers[i].at_ms && itf->askers[i].uid == uid)
+            || itf->askers[i].at_ms < itf->askers[slot].at_ms) {
+            slot = i;
+        }
+    }
+    itf->askers[slot].uid = uid;
+    itf->askers[slot].at_ms = now;
+    for (const struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+        for (const struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
+            if (b->rx && b->itf == itf) {
+                if (c->uid == uid) {
+                    held += b->nqueues;
+                } else {
+                    wanted = true;
+                    *who = c->uid;
+                }
+            }
+        }
+    }
+    if (!wanted) {
+        return UINT_MAX;
+    }
+    share = span * hd->policy.user_share / 100;
+    share = share > 0 ? share : 1;
+    return share > held ? share - held : 0;
 }
 
 static uint64_t queue_bits(const struct hd_iface *itf, unsigned int first, unsigned int n)
@@ -351,6 +409,58 @@ static uint64_t queue_bits(const struct hd_iface *itf, unsigned int first, unsig
         bits |= 1ull << (first - itf->pol->qlo + j);
     }
     return bits;
+}
+
+/* ------------------------------------------------------------------ ports */
+
+/*
+ * A steering rule sends every flow to its address and port into the binding's memory, so
+ * the port must be the client's alone: no socket the helper was not handed may take
+ * connections there, listening or connected, whoever owns it. The client's own sockets
+ * (connections its listener accepted, a SO_REUSEPORT sibling) are its business. At a grant
+ * even time-wait and request sockets count, as no descriptor shows whose they are; later
+ * they are the client's closed connections (no other socket can bind the held port).
+ */
+struct port_scan {
+    const struct devmem_nic_flow *flow;
+    unsigned long mine; /* the held socket's inode */
+    uid_t uid;
+    bool at_grant;
+    bool taken;
+    struct hd_tcp_sock by;
+};
+
+static bool port_user(const struct hd_tcp_sock *s, void *arg)
+{
+    struct port_scan *ps = arg;
+
+    if (s->inode == ps->mine || !hd_tcp_same_port(s, ps->flow)
+        || (0 != s->inode && s->uid == ps->uid) || (0 == s->inode && !ps->at_grant)) {
+        return true;
+    }
+    ps->taken = true;
+    ps->by = *s;
+    return false;
+}
+
+static int port_taken(const struct devmem_nic_flow *flow, unsigned long mine, uid_t uid,
+                      bool at_grant, struct devmem_err *err)
+{
+    struct port_scan ps = {flow, mine, uid, at_grant, false, {0}};
+    char text[INET6_ADDRSTRLEN] = "?";
+    int rc = hd_tcp_each(port_user, &ps);
+
+    if (0 != rc) {
+        return devmem_err_set(err, -rc, "cannot read /proc/self/net/tcp: %s", strerror(-rc));
+    }
+    if (!ps.taken) {
+        return 0;
+    }
+    inet_ntop(ps.by.family, &ps.by.addr, text, sizeof(text));
+    return devmem_err_set(err, EADDRINUSE, "port %u is in use by another socket (%s %s, uid "
+                          "%u%s): a rule would steer its traffic too", (unsigned) flow->dst_port,
+                          hd_tcp_state_name(ps.by.state), text, (unsigned) ps.by.uid,
+                          0 == ps.by.inode ? ", no descriptor" : "");
 }
 
 /* ------------------------------------------------------------------ requests */
@@ -405,7 +515,8 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b)
         hd_close_passed(b->owner->uid, b->listen_fd);
     }
     itf->nbindings--;
-    hd_log(LOG_INFO, "pid %d uid %u: released %s binding %u on %s", (int) b->owner->pid,
+    hd_log_user(b->owner->uid, LOG_INFO, "pid %d uid %u: released %s binding %u on %s",
+                (int) b->owner->pid,
            (unsigned) b->owner->uid, b->rx ? "RX" : "TX", b->id, itf->name);
     free(b);
     iface_idle(itf);
@@ -419,22 +530,25 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     struct devmem_nic_flow flow;
     struct hd_binding *b = NULL;
     struct hd_iface *itf;
-    unsigned int ifindex, n_rx = 0, first = 0, nqueues;
+    unsigned int ifindex, n_rx = 0, first = 0, nqueues, room;
+    uid_t other = 0;
     struct hd_passed passed;
     uint64_t foreign = 0;
     uint64_t bytes = 0;
     int rc;
 
-    if (0 != (rc = check_iface(hd, req->ifname, &pol, &ifindex, err))
-        || 0 != (rc = hd_inspect(hd, c->uid, c->fds[0], c->fds[1], req->ifname, &passed,
-                                 err))) {
+    if (0 != (rc = check_iface(hd, req->ifname, &pol, &ifindex, err))) {
         return rc;
     }
+    hd_inspect(hd, c->fds[0], c->fds[1], req->ifname, &passed);
     if (0 != passed.sock_rc) {
         *err = passed.sock_err;
         return passed.sock_rc;
     }
     flow = passed.flow;
+    if (0 != (rc = port_taken(&flow, passed.sock_inode, c->uid, true, err))) {
+        return rc;
+    }
     if (NULL == (itf = iface_get(hd, pol, ifindex)) || NULL == (b = binding_new(c, itf, true))) {
         return devmem_err_set(err, ENOMEM, "helper: out of memory");
     }
@@ -482,10 +596,23 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
                             req->nqueues);
         goto fail;
     }
-    if (0 != (rc = foreign_queues(hd, itf, &foreign, err))) {
+    if (0 != (rc = foreign_queues(hd, c->uid, itf, &foreign, err))) {
         goto fail;
     }
-    if (0 == (nqueues = grant_queues(hd, itf, req, foreign, &first))) {
+    room = share_room(itf, hd, c->uid, &other);
+    if (0 == room || (!(req->flags & DEVMEM_HELPER_RX_FEWER) && req->nqueues > room)) {
+        char where[300];
+
+        rc = devmem_err_set(err, EDQUOT, "refused by policy (user-share %u%%, %s): uid %u may "
+                            "take %u more of the queues %u-%u on %s while uid %u wants some",
+                            hd->policy.user_share,
+                            hd_policy_where(&hd->policy, hd->policy.user_share_at, where,
+                                            sizeof(where)),
+                            (unsigned) c->uid, room, pol->qlo, pol->qhi, itf->name,
+                            (unsigned) other);
+        goto fail;
+    }
+    if (0 == (nqueues = grant_queues(hd, itf, req, foreign, room, &first))) {
         char holders[512];
 
         /* stray rules: rules this helper did not make, named in its log */
@@ -524,15 +651,13 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
     b->first_queue = first;
     b->nqueues = nqueues;
     b->port = flow.dst_port;
+    b->flow = flow;
     b->bytes = bytes;
     /* hold the socket while the rule stands, so that its port cannot pass to another
      * process that would then receive into this client's memory */
     b->listen_fd = c->fds[1];
     c->fds[1] = -1;
-    {
-        struct stat st; /* a socket (checked): its fstat does not wait on anything */
-        b->listen_ino = 0 == fstat(b->listen_fd, &st) ? (unsigned long) st.st_ino : 0;
-    }
+    b->listen_ino = passed.sock_inode;
     binding_add(c, b);
     reply->binding_id = b->id;
     reply->first_queue = first;
@@ -550,7 +675,8 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
             snprintf(asked, sizeof(asked), "; %u asked, %u sharer(s), max-queues %u",
                      req->nqueues, req->sharers, hd->policy.max_queues);
         }
-        hd_log(LOG_INFO, "pid %d uid %u: RX binding %u on %s queues %u-%u, port %u steered "
+        hd_log_user(c->uid, LOG_INFO, "pid %d uid %u: RX binding %u on %s queues %u-%u, port %u "
+               "steered "
                "(rule %u%s), %llu bytes%s", (int) c->pid, (unsigned) c->uid, b->id, itf->name,
                first, first + nqueues - 1, (unsigned) b->port, b->rule_id, ctx,
                (unsigned long long) bytes, asked);
@@ -574,10 +700,10 @@ int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
     uint64_t bytes = 0;
     int rc;
 
-    if (0 != (rc = check_iface(hd, req->ifname, &pol, &ifindex, err))
-        || 0 != (rc = hd_inspect(hd, c->uid, c->fds[0], -1, req->ifname, &passed, err))) {
+    if (0 != (rc = check_iface(hd, req->ifname, &pol, &ifindex, err))) {
         return rc;
     }
+    hd_inspect(hd, c->fds[0], -1, req->ifname, &passed);
     if (0 != passed.dmabuf_rc) {
         *err = passed.dmabuf_err;
         return passed.dmabuf_rc;
@@ -596,7 +722,7 @@ int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
     b->bytes = bytes;
     binding_add(c, b);
     reply->binding_id = b->id;
-    hd_log(LOG_INFO, "pid %d uid %u: TX binding %u on %s, %llu bytes", (int) c->pid,
+    hd_log_user(c->uid, LOG_INFO, "pid %d uid %u: TX binding %u on %s, %llu bytes", (int) c->pid,
            (unsigned) c->uid, b->id, itf->name, (unsigned long long) bytes);
     return 0;
 }
@@ -615,88 +741,89 @@ static struct hd_binding *binding_unlink(struct hd_client *c, const struct hd_bi
     return NULL;
 }
 
-void hd_binding_lost(struct helperd *hd, struct hd_binding *b)
+void hd_binding_lost(struct helperd *hd, struct hd_binding *b, const char *why)
 {
     struct hd_client *c = b->owner;
 
-    hd_log(LOG_NOTICE, "pid %d uid %u: the socket of binding %u no longer listens on port %u; "
-           "its rule and binding go now", (int) c->pid, (unsigned) c->uid, b->id,
-           (unsigned) b->port);
+    hd_log_user(c->uid, LOG_NOTICE, "pid %d uid %u: binding %u: %s; its rule and binding go "
+                "now", (int) c->pid, (unsigned) c->uid, b->id, why);
     if (NULL != binding_unlink(c, b, 0)) {
         hd_binding_release(hd, b);
     }
 }
 
-/* What /proc/net/tcp{,6} say of the held sockets: for each listed inode, its state and port. */
+/* What /proc/net/tcp{,6} say of each held socket, and of other sockets on its port. */
 struct held {
     struct hd_binding *b;
-    bool found, listening;
+    struct devmem_nic_flow flow;
+    bool found, listening, taken;
     unsigned int port;
 };
+struct held_scan {
+    struct held *h;
+    size_t n;
+};
 
-static void proc_tcp_scan(const char *path, struct held *h, size_t n)
+static bool held_row(const struct hd_tcp_sock *s, void *arg)
 {
-    char line[512];
-    FILE *f = fopen(path, "re");
+    struct held_scan *hs = arg;
 
-    if (NULL == f) {
-        return;
-    }
-    while (NULL != fgets(line, sizeof(line), f)) {
-        char local[64], *colon;
-        unsigned int st;
-        unsigned long inode;
+    for (size_t i = 0; i < hs->n; i++) {
+        struct held *h = &hs->h[i];
+        struct port_scan ps = {&h->flow, h->b->listen_ino, h->b->owner->uid, false, false, {0}};
 
-        /* sl local rem st tx:rx tr:when retr uid timeout inode */
-        if (3 != sscanf(line, " %*s %63s %*s %x %*s %*s %*s %*s %*s %lu", local, &st, &inode)
-            || NULL == (colon = strrchr(local, ':'))) {
-            continue; /* the header line */
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (h[i].b->listen_ino == inode) {
-                h[i].found = true;
-                h[i].listening = 0x0A == st;
-                h[i].port = (unsigned int) strtoul(colon + 1, NULL, 16);
-                break;
-            }
+        if (h->b->listen_ino == s->inode) {
+            h->found = true;
+            h->listening = HD_TCP_LISTEN == s->state;
+            h->port = s->port;
+        } else if (!port_user(s, &ps)) {
+            h->taken = true;
         }
     }
-    fclose(f);
+    return true;
 }
 
 void hd_bindings_recheck(struct helperd *hd)
 {
-    struct held *h;
-    size_t n = 0, cap = 0;
+    struct held_scan hs = {NULL, 0};
+    size_t cap = 0;
 
     for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
         for (struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
             cap += b->listen_fd >= 0 && 0 != b->listen_ino;
         }
     }
-    if (0 == cap || NULL == (h = calloc(cap, sizeof(*h)))) {
+    if (0 == cap || NULL == (hs.h = calloc(cap, sizeof(*hs.h)))) {
         return;
     }
     for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
         for (struct hd_binding *b = c->bindings; NULL != b; b = b->next) {
             if (b->listen_fd >= 0 && 0 != b->listen_ino) {
-                h[n++].b = b;
+                hs.h[hs.n].b = b;
+                hs.h[hs.n++].flow = b->flow;
             }
         }
     }
-    proc_tcp_scan("/proc/self/net/tcp", h, n);
-    proc_tcp_scan("/proc/self/net/tcp6", h, n);
-    for (size_t i = 0; i < n; i++) {
+    if (0 != hd_tcp_each(held_row, &hs)) {
+        free(hs.h);
+        return;
+    }
+    for (size_t i = 0; i < hs.n; i++) {
+        struct held *h = &hs.h[i];
         int reuse = 0;
         socklen_t len = sizeof(reuse);
 
         /* SO_REUSEADDR is read without the socket lock */
-        (void) getsockopt(h[i].b->listen_fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &len);
-        if (!h[i].found || !h[i].listening || h[i].port != h[i].b->port || 0 != reuse) {
-            hd_binding_lost(hd, h[i].b); /* frees only h[i].b */
+        (void) getsockopt(h->b->listen_fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &len);
+        if (!h->found || !h->listening || h->port != h->b->port) {
+            hd_binding_lost(hd, h->b, "its socket no longer listens on the steered port");
+        } else if (0 != reuse) {
+            hd_binding_lost(hd, h->b, "its socket has SO_REUSEADDR set");
+        } else if (h->taken) {
+            hd_binding_lost(hd, h->b, "another user's socket takes connections to its port");
         }
     }
-    free(h);
+    free(hs.h);
 }
 
 int hd_request_release(struct helperd *hd, struct hd_client *c, uint32_t id,

@@ -25,7 +25,11 @@
 #define HD_HELLO_MS 5000     /* a connection must say hello within this */
 #define HD_MESSAGE_MS 2000   /* and finish a message it has begun within this */
 #define HD_MSGS_PER_WAKEUP 16 /* then the others get their turn */
-#define HD_FDS_READ 8        /* more than any message carries: extra ones are an error */
+/* Room for every descriptor one message can carry (the kernel's SCM_MAX_FD): a descriptor
+ * that does not fit is closed by the kernel in the reading thread, and its close can wait
+ * as long as its owner likes. More than a message takes are refused, each closed by
+ * closer.c. */
+#define HD_FDS_READ 253
 
 long hd_now_ms(void)
 {
@@ -76,7 +80,8 @@ static void refuse(struct helperd *hd, struct hd_client *c, uint32_t seq,
         body.msg[i] = ch < ' ' || ch >= 0x7f ? '?' : (char) ch;
     }
     hd->refused++;
-    hd_log(LOG_NOTICE, "refused pid %d uid %u: %s", (int) c->pid, (unsigned) c->uid, body.msg);
+    hd_log_user(c->uid, LOG_NOTICE, "refused pid %d uid %u: %s", (int) c->pid,
+                (unsigned) c->uid, body.msg);
     answer(hd, c, DEVMEM_HELPER_ERROR, seq, &body, sizeof(body));
 }
 
@@ -171,7 +176,7 @@ void hd_client_accept(struct helperd *hd, int cfd)
         hd_log(LOG_ERR, "a connection without credentials (%s): closed",
                NULL == c ? "out of memory" : strerror(errno));
         free(c);
-        close(cfd);
+        hd_close_passed((uid_t) -1, cfd); /* it may hold descriptors already */
         return;
     }
     c->fd = cfd;
@@ -183,9 +188,9 @@ void hd_client_accept(struct helperd *hd, int cfd)
         mine += o->uid == c->uid;
     }
     devmem_err_clear(&e);
-    if (hd_uid_blocked(c->uid)) {
-        devmem_err_set(&e, EAGAIN, "descriptors uid %u passed before still hold helper threads "
-                       "(a file system or socket that does not answer): refused until they do",
+    if (hd_closer_backlogged(c->uid)) {
+        devmem_err_set(&e, EAGAIN, "descriptors uid %u passed before are still being closed "
+                       "(a file system or socket that does not let go): refused until they are",
                        (unsigned) c->uid);
     } else if (hd->nclients >= p->max_clients) {
         devmem_err_set(&e, EAGAIN, "refused by policy (max-clients %u, %s): the helper serves "
@@ -201,14 +206,15 @@ void hd_client_accept(struct helperd *hd, int cfd)
     if (0 != e.code) {
         refuse(hd, c, 0, &e);
         hd->dropped++;
-        close(cfd);
+        hd_close_passed(c->uid, cfd);
         free(c);
         return;
     }
     c->next = hd->clients;
     hd->clients = c;
     hd->nclients++;
-    hd_log(LOG_DEBUG, "connection from pid %d uid %u", (int) c->pid, (unsigned) c->uid);
+    hd_log_user(c->uid, LOG_DEBUG, "connection from pid %d uid %u", (int) c->pid,
+                (unsigned) c->uid);
 }
 
 void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why)
@@ -227,10 +233,11 @@ void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why)
         hd_binding_release(hd, b);
         n++;
     }
-    hd_log(n > 0 ? LOG_INFO : LOG_DEBUG, "pid %d uid %u: connection closed (%s), %u binding(s) "
+    hd_log_user(c->uid, n > 0 ? LOG_INFO : LOG_DEBUG, "pid %d uid %u: connection closed (%s), %u binding(s) "
            "undone", (int) c->pid, (unsigned) c->uid, why, n);
     close_fds(c);
-    close(c->fd);
+    /* descriptors still queued in the connection go with its last close */
+    hd_close_passed(c->uid, c->fd);
     hd->nclients--;
     free(c);
 }

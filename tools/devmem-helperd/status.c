@@ -125,6 +125,16 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
         "dropped=%llu\n", hd->nclients, nb, nr, nc, hd->be->name,
         (unsigned long long) hd->served, (unsigned long long) hd->refused,
         (unsigned long long) hd->dropped);
+    {
+        struct hd_closer_counts cc;
+
+        /* what users passed that is still being closed: nonzero for long means a user whose
+         * descriptors do not let go (a FUSE server that does not answer) */
+        hd_closer_counts(&cc);
+        put(&o, "closing: %zu queued, %zu in progress, %zu thread(s), %zu user(s) held back; "
+            "%llu closed, %llu interrupted\n", cc.queued, cc.closing, cc.threads, cc.users,
+            cc.closed, cc.nudges);
+    }
     for (const struct hd_iface *itf = hd->ifaces; NULL != itf; itf = itf->next) {
         unsigned int used = 0;
         for (unsigned int q = 0; q < HD_QUEUES_MAX; q++) {
@@ -202,8 +212,9 @@ void hd_status_text(const struct helperd *hd, const struct hd_client *asker, cha
             }
         }
         put(&o, "; per user: max-bindings %u, max-rules %u, max-bytes %llu; per binding: "
-            "max-queues %u; allow-tx %s; tx-shared %s; restore %s\n", p->max_bindings,
-            p->max_rules, (unsigned long long) p->max_bytes, p->max_queues,
+            "max-queues %u; user-share %u%%; allow-tx %s; tx-shared %s; restore %s\n",
+            p->max_bindings, p->max_rules, (unsigned long long) p->max_bytes, p->max_queues,
+            p->user_share,
             p->allow_tx ? "yes" : "no",
             p->tx_shared ? "yes" : "no", p->restore ? "yes" : "no");
     }
