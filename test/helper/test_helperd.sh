@@ -56,6 +56,8 @@ cleanup() {
         kill -TERM "$p" 2>/dev/null
     done
     pkill -KILL -u nobody -f "$DEVMEM_MPI_BIN/soak" 2>/dev/null
+    pkill -KILL -f "helperd_attacks" 2>/dev/null
+    userdel "dmvictim$$" 2>/dev/null
     ip netns del "$ns" 2>/dev/null
     devmem_testlib_cleanup
 }
@@ -148,6 +150,126 @@ if start_helper share emulated "interface lo queues 1-4" "allow-group root" "max
         cat "$T/share.log"
     fi
 fi
+
+# ---- hostile local users: each attack (test/unit/helperd_attacks) runs as nobody, and a user
+# made for this run is served beside it; after each the helper serves that user within 1 s and
+# its descriptors, threads and memory are back to where they were
+victim=dmvictim$$
+if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nologin "$victim" &&
+    start_helper attack emulated "interface lo queues 1-16" "allow-group nogroup" \
+        "socket-group nogroup" "max-bindings 16" "max-rules 16"; then
+    hpid=${helper_pids[-1]}
+    helper_now() {
+        fds=$(find "/proc/$hpid/fd" -mindepth 1 | wc -l)
+        threads=$(awk '/^Threads:/ { print $2 }' "/proc/$hpid/status")
+        rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$hpid/status")
+    }
+    # served NAME: the made user's status round trip takes under 1 s
+    served() {
+        local t0=$EPOCHREALTIME ms
+        if ! runuser -u "$victim" -- timeout 5 "$helperd" --status --socket "$T/attack.sock" \
+            >"$T/victim-status.out" 2>&1; then
+            devmem_step_fail "$1: the other user is not served: $(head -c 300 "$T/victim-status.out")"
+            return 1
+        fi
+        ms=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+        [ "$ms" -lt 1000 ] && devmem_step_ok "$1: the other user is served in $ms ms" ||
+            devmem_step_fail "$1: the other user waited $ms ms for an answer"
+    }
+    # baseline NAME: descriptors and threads back to where they were within 5 s, memory
+    # within 8 MiB
+    baseline() {
+        local _
+        for _ in $(seq 50); do
+            helper_now
+            [ "$fds" -le "$base_fds" ] && [ "$threads" -le "$base_threads" ] && break
+            sleep 0.1
+        done
+        [ "$fds" -le "$base_fds" ] && [ "$threads" -le "$base_threads" ] &&
+            [ "$rss" -le $((base_rss + 8192)) ] &&
+            devmem_step_ok "$1: the helper is back to $fds descriptors, $threads thread(s), $rss kB (before: $base_fds, $base_threads, $base_rss kB)" ||
+            devmem_step_fail "$1: the helper holds $fds descriptors, $threads thread(s), $rss kB (before: $base_fds, $base_threads, $base_rss kB)"
+    }
+    attack() { # attack NAME ARGS...: run it as nobody; its output in $T/attack-NAME.out
+        local name=$1
+        shift
+        as_nobody timeout 60 "$DEVMEM_BUILD/test/unit/helperd_attacks" "$T/attack.sock" "$@" \
+            >"$T/attack-$name.out" 2>&1
+    }
+    status_of attack >/dev/null
+    helper_now
+    base_fds=$fds base_threads=$threads base_rss=$rss
+
+    # 1. descriptors whose close waits (a lingering TCP socket its peer never reads): with
+    # more than a message takes, behind a malformed message, with their own peer
+    attack freeze freeze &
+    apid=$!
+    for _ in $(seq 100); do grep -q '^sent' "$T/attack-freeze.out" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.5 # the helper is closing them now
+    served "lingering sockets being closed"
+    if wait "$apid"; then
+        devmem_step_ok "lingering sockets passed in every way a message allows"
+    else
+        devmem_step_fail "the freeze attack:"
+        cat "$T/attack-freeze.out"
+    fi
+    baseline "after the lingering sockets"
+    devmem_expect_line "$T/attack.log" "uid 65534: .*more than 2 descriptors" \
+        "a message with 10 descriptors is refused, naming the limit"
+
+    # 2. descriptors by the tens of thousands, and 12 bindings released at once
+    attack fd-flood fd-flood || { devmem_step_fail "the fd flood:"; cat "$T/attack-fd-flood.out"; }
+    served "after 24,000 passed descriptors"
+    baseline "after 24,000 passed descriptors"
+    if attack many many-bindings; then
+        devmem_step_ok "12 bindings of one connection released at once"
+    else
+        devmem_step_fail "12 bindings:"
+        cat "$T/attack-many.out"
+    fi
+    baseline "after 12 bindings released at once (their listening sockets closed)"
+
+    # 3. rules for ports another user's connections use (listener gone, SO_REUSEADDR trick)
+    vport=$((62000 + $$ % 1000))
+    coproc VICTIM { runuser -u "$victim" -- timeout 60 "$DEVMEM_BUILD/test/unit/helperd_attacks" \
+        "$T/attack.sock" victim "$vport" 2>&1; }
+    read -r -t 10 vline <&"${VICTIM[0]}"
+    if [ "${vline:-}" = ready ]; then
+        if attack steal steal "$vport"; then
+            devmem_step_ok "no rule for another user's port; user-share holds while another user holds a queue"
+        else
+            devmem_step_fail "rules for another user's ports, or more than a share:"
+            cat "$T/attack-steal.out"
+        fi
+    else
+        devmem_step_fail "the victim's connections were not made: ${vline:-nothing}"
+    fi
+    exec {VICTIM[1]}>&-
+    wait "$VICTIM_PID" 2>/dev/null
+    st=$(status_of attack)
+    grep -Eq "port ($vport|$((vport + 1))), " <<<"$st" &&
+        devmem_step_fail "a binding steers the victim's port: $st" ||
+        devmem_step_ok "no binding steers port $vport or $((vport + 1))"
+    baseline "after the port attacks"
+
+    # 4. an epoll file with up to 100,000 watches where a dmabuf or socket is expected; a log flood
+    if attack epoll epoll; then
+        devmem_step_ok "an epoll file is refused by its name, its watches never read"
+    else
+        devmem_step_fail "the epoll attack:"
+        cat "$T/attack-epoll.out"
+    fi
+    served "after the epoll file"
+    before=$(grep -c "uid 65534" "$T/attack.log")
+    attack log-flood log-flood || { devmem_step_fail "the log flood:"; cat "$T/attack-log-flood.out"; }
+    lines=$(( $(grep -c "uid 65534" "$T/attack.log") - before ))
+    refusals=$(awk '/^refusals/ { print $2 }' "$T/attack-log-flood.out")
+    [ "$lines" -le 150 ] && grep -q "uid 65534: [0-9]* line(s) left out of the log" "$T/attack.log" &&
+        devmem_step_ok "$refusals refusals in 3 s wrote $lines log lines, and said how many it left out" ||
+        devmem_step_fail "$refusals refusals in 3 s wrote $lines log lines"
+    baseline "after the epoll file and the log flood"
+fi
+userdel "$victim" 2>/dev/null
 
 # ---- 3, 4: MPI as nobody through the helper
 mca=("${DEVMEM_MCA_ARGS[@]}" --mca btl_devmem_kernel emulated --mca btl_devmem_mode require

@@ -7,7 +7,7 @@
  *   serve.c    clients: reading messages and their fds, answering, undoing on disconnect
  *   requests.c what each request does: checks, queue choice, the backend's steps, bookkeeping
  *   inspect.c  what a passed descriptor is, asked without any call that can wait on its owner
- *   tcptable.c the namespace's TCP sockets, read from /proc/net/tcp without a socket lock
+ *   tcptable.c the namespace's TCP sockets, from sock_diag without a socket lock
  *   closer.c   closing what users passed, in each user's own threads
  *   log.c      the log, rate-limited per user
  *   status.c   the status text
@@ -131,7 +131,7 @@ struct hd_binding {
     struct devmem_nic_flow flow; /* RX: the steered address and port */
     uint64_t bytes;     /* size of the dmabuf */
     int listen_fd;      /* RX: the client's socket, held while its port is steered */
-    unsigned long listen_ino; /* its inode, to find it in /proc/net/tcp */
+    unsigned long listen_ino; /* its inode, to find it in the socket list */
     void *kstate;       /* the backend's handle (real: the netlink socket that holds it) */
     struct hd_client *owner;
     struct hd_binding *next; /* the owner's list */
@@ -238,7 +238,7 @@ int hd_local_port_range(unsigned int *lo, unsigned int *hi);
 #define HD_TCP_TIME_WAIT 0x06
 #define HD_TCP_LISTEN 0x0A
 
-/* One row of /proc/net/tcp or tcp6: a socket's local address and port, state, owner. */
+/* One TCP socket of the namespace: its local address and port, state, owner. */
 struct hd_tcp_sock {
     int family;
     union {
@@ -310,7 +310,7 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b);
 void hd_binding_lost(struct helperd *hd, struct hd_binding *b, const char *why);
 /* Every held listening socket must still listen on the port its rule steers: a client that
  * shut its socket down and listened again may have let the port go. Lockless (it reads
- * /proc/net/tcp, never the sockets). Call about once a second. */
+ * the socket list, never the sockets). Call about once a second. */
 void hd_bindings_recheck(struct helperd *hd);
 /* Put back the NIC settings of interfaces with no binding: those idle for a grace period,
  * or all of them (now: the helper stops). Policy restore no: nothing. */

@@ -451,7 +451,7 @@ static int port_taken(const struct devmem_nic_flow *flow, unsigned long mine, ui
     int rc = hd_tcp_each(port_user, &ps);
 
     if (0 != rc) {
-        return devmem_err_set(err, -rc, "cannot read /proc/self/net/tcp: %s", strerror(-rc));
+        return devmem_err_set(err, -rc, "cannot list the TCP sockets (sock_diag): %s", strerror(-rc));
     }
     if (!ps.taken) {
         return 0;
@@ -752,7 +752,7 @@ void hd_binding_lost(struct helperd *hd, struct hd_binding *b, const char *why)
     }
 }
 
-/* What /proc/net/tcp{,6} say of each held socket, and of other sockets on its port. */
+/* What the socket list says of each held socket, and of other sockets on its port. */
 struct held {
     struct hd_binding *b;
     struct devmem_nic_flow flow;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The TCP sockets of the helper's network namespace, as /proc/self/net/tcp and tcp6 list
- * them: the kernel writes those tables without taking any socket's lock, so reading them is
- * how the helper learns a passed socket's address, port and state, and who else uses a port,
+ * The TCP sockets of the helper's network namespace, as the kernel's sock_diag lists them
+ * (what ss shows): the kernel fills that list without taking any socket's lock, so it is how
+ * the helper learns a passed socket's address, port and state, and who else uses a port,
  * without waiting on anything a user holds.
  */
 #include "config.h"
@@ -11,72 +11,89 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdio.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-/* "0100007F:1F90" (IPv4) or 32 hex digits and a port (IPv6): the kernel prints each 32-bit
- * word of the address as it lies in memory, read as a host-order number. */
-static bool parse_addr(const char *s, int family, struct hd_tcp_sock *out)
+/* Every socket of one family, by a sock_diag dump: one pass in the kernel, where the
+ * /proc/net/tcp text costs a walk of the whole hash table for every page read. */
+static int dump(int nl, int family, hd_tcp_fn fn, void *arg, bool *stop)
 {
-    size_t words = AF_INET == family ? 1 : 4;
-    uint32_t w[4];
-    char hex[9];
-    const char *colon = strchr(s, ':');
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 req;
+    } ask = {
+        .nlh = {.nlmsg_len = sizeof(ask), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = (uint32_t) family},
+        .req = {.sdiag_family = (uint8_t) family, .sdiag_protocol = IPPROTO_TCP,
+                .idiag_states = ~0u},
+    };
+    static char buf[32768];
 
-    if (NULL == colon || (size_t) (colon - s) != 8 * words) {
-        return false;
+    if (send(nl, &ask, sizeof(ask), 0) != (ssize_t) sizeof(ask)) {
+        return -errno;
     }
-    for (size_t i = 0; i < words; i++) {
-        memcpy(hex, s + 8 * i, 8);
-        hex[8] = '\0';
-        w[i] = (uint32_t) strtoul(hex, NULL, 16);
-    }
-    out->family = family;
-    if (AF_INET == family) {
-        out->addr.v4.s_addr = w[0];
-    } else {
-        memcpy(&out->addr.v6, w, sizeof(out->addr.v6));
-    }
-    out->port = (unsigned int) strtoul(colon + 1, NULL, 16);
-    return true;
-}
+    for (;;) {
+        ssize_t n = recv(nl, buf, sizeof(buf), 0);
+        struct nlmsghdr *h = (struct nlmsghdr *) buf;
 
-static int scan(const char *path, int family, hd_tcp_fn fn, void *arg, bool *stop)
-{
-    char line[512];
-    FILE *f = fopen(path, "re");
-
-    if (NULL == f) {
-        return AF_INET6 == family && ENOENT == errno ? 0 : -errno; /* no IPv6 */
-    }
-    while (!*stop && NULL != fgets(line, sizeof(line), f)) {
-        struct hd_tcp_sock s;
-        char local[64];
-        unsigned int st, uid;
-        unsigned long inode;
-
-        /* sl local rem st tx:rx tr:when retr uid timeout inode */
-        if (4 != sscanf(line, " %*s %63s %*s %x %*s %*s %*s %u %*s %lu", local, &st, &uid,
-                        &inode)
-            || !parse_addr(local, family, &s)) {
-            continue; /* the header line */
+        if (n < 0 && EINTR == errno) {
+            continue;
         }
-        s.state = st;
-        s.uid = (uid_t) uid;
-        s.inode = inode;
-        *stop = !fn(&s, arg);
+        if (n <= 0) {
+            return n < 0 ? -errno : -EIO;
+        }
+        for (; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
+            const struct inet_diag_msg *m = NLMSG_DATA(h);
+            struct hd_tcp_sock s;
+
+            if (NLMSG_DONE == h->nlmsg_type) {
+                return 0;
+            }
+            if (NLMSG_ERROR == h->nlmsg_type) {
+                const struct nlmsgerr *e = NLMSG_DATA(h);
+                return e->error < 0 ? e->error : -EIO;
+            }
+            if (SOCK_DIAG_BY_FAMILY != h->nlmsg_type || *stop
+                || h->nlmsg_len < NLMSG_LENGTH(sizeof(*m))) {
+                continue; /* after a stop, the rest of the dump is read and dropped */
+            }
+            memset(&s, 0, sizeof(s));
+            s.family = m->idiag_family;
+            if (AF_INET == s.family) {
+                memcpy(&s.addr.v4, m->id.idiag_src, 4);
+            } else {
+                memcpy(&s.addr.v6, m->id.idiag_src, 16);
+            }
+            s.port = ntohs(m->id.idiag_sport);
+            s.state = m->idiag_state;
+            s.uid = (uid_t) m->idiag_uid;
+            s.inode = m->idiag_inode;
+            *stop = !fn(&s, arg);
+        }
     }
-    fclose(f);
-    return 0;
 }
 
 int hd_tcp_each(hd_tcp_fn fn, void *arg)
 {
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     bool stop = false;
-    int rc = scan("/proc/self/net/tcp", AF_INET, fn, arg, &stop);
+    int rc;
 
-    return 0 != rc || stop ? rc : scan("/proc/self/net/tcp6", AF_INET6, fn, arg, &stop);
+    if (nl < 0) {
+        return -errno;
+    }
+    rc = dump(nl, AF_INET, fn, arg, &stop);
+    if (0 == rc && !stop) {
+        rc = dump(nl, AF_INET6, fn, arg, &stop);
+    }
+    close(nl);
+    return rc;
 }
 
 bool hd_tcp_same_port(const struct hd_tcp_sock *s, const struct devmem_nic_flow *flow)

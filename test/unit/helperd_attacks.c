@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Hostile local users against a running devmem-helperd, one attack a run: run by
+ * test/helper/test_helperd.sh as nobody (and the victim's part as a user the script creates)
+ * against a helper on the emulated kernel whose policy allows lo queues 1-16 to group nogroup.
+ * The script checks around each run that another user is served within 1 s and that the
+ * helper's descriptors, threads and memory come back to what they were.
+ *
+ * usage: helperd_attacks SOCKET ATTACK [ARG]
+ *   freeze         messages carrying descriptors whose close waits: a TCP socket with
+ *                  SO_LINGER and a send queue its peer never reads, with more descriptors
+ *                  than a message takes, behind a malformed message, and with its peer;
+ *                  prints "sent", then holds the peers unread for HOLD_S seconds
+ *   fd-flood       3000 hellos carrying 8 descriptors each, over connections one after another
+ *   many-bindings  12 RX bindings on one connection, then the connection closes
+ *   epoll          an epoll file with up to 100000 watches (as many as RLIMIT_NOFILE allows)
+ *                  passed as the dmabuf and as the socket: refused by its name
+ *   log-flood      refused binds for 3 s; prints "refusals N"
+ *   victim PORT    (the other user) binds a queue and holds a connection on 127.0.0.1:PORT
+ *                  and one on [::ffff:127.0.0.1]:PORT+1 whose listeners are gone; prints
+ *                  "ready", then holds them until its input closes
+ *   steal PORT     asks for rules on the victim's ports, each socket bound with SO_REUSEADDR
+ *                  which it then clears; then more queues than its share while the victim
+ *                  holds one
+ * Exit 0 when the helper refused or survived as it must, 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helper_client.h"
+#include "helper_proto.h"
+
+#include "check.h"
+
+#define HOLD_S 4
+static const char *sock_path;
+
+static int raw_connect(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+    if (fd < 0 || 0 != connect(fd, (struct sockaddr *) &sa, sizeof(sa))) {
+        perror("connect");
+        exit(1);
+    }
+    return fd;
+}
+
+/* One message: a hello (or garbage when bad), with nfds descriptors. */
+static int send_with(int fd, bool bad, const int *fds, size_t nfds)
+{
+    unsigned char buf[sizeof(struct devmem_helper_hdr) + sizeof(struct devmem_helper_hello)];
+    struct devmem_helper_hello hello = {1, 2, 0};
+    ssize_t n = devmem_helper_build(buf, sizeof(buf), DEVMEM_HELPER_HELLO, 1, &hello,
+                                    sizeof(hello));
+
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * 16)];
+        struct cmsghdr align;
+    } ctl;
+    struct iovec iov = {buf, (size_t) n};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                         .msg_controllen = CMSG_SPACE(sizeof(int) * nfds)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+    if (bad) {
+        memset(buf, 'x', sizeof(buf));
+    }
+    /* by hand: the client library sends no more descriptors than a message takes */
+    memset(&ctl, 0, sizeof(ctl));
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+    return n == sendmsg(fd, &msg, MSG_NOSIGNAL) ? 0 : -1;
+}
+
+static int memfd(size_t size)
+{
+    int fd = memfd_create("attack", MFD_CLOEXEC);
+
+    if (fd < 0 || 0 != ftruncate(fd, (off_t) size)) {
+        perror("memfd");
+        exit(1);
+    }
+    return fd;
+}
+
+/* A TCP socket whose close waits: SO_LINGER for an hour, a send queue full, and its peer
+ * (returned in *peer) never reading. */
+static int lingering(int *peer)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(sin);
+    struct linger lg = {1, 3600};
+    int small = 4096, l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+    static char junk[65536];
+
+    setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    if (0 != bind(l, (struct sockaddr *) &sin, sizeof(sin)) || 0 != listen(l, 1)
+        || 0 != getsockname(l, (struct sockaddr *) &sin, &len)
+        || 0 != connect(c, (struct sockaddr *) &sin, sizeof(sin))
+        || (*peer = accept(l, NULL, NULL)) < 0) {
+        perror("lingering socket");
+        exit(1);
+    }
+    close(l);
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    fcntl(c, F_SETFL, O_NONBLOCK);
+    while (send(c, junk, sizeof(junk), 0) > 0) {
+    }
+    return c;
+}
+
+static void hold_then_exit(int seconds)
+{
+    printf("sent\n");
+    fflush(stdout);
+    sleep((unsigned) seconds);
+}
+
+static int attack_freeze(void)
+{
+    int peers[3], socks[3], fds[10], fd;
+
+    for (int i = 0; i < 3; i++) {
+        socks[i] = lingering(&peers[i]);
+    }
+    /* 1. ten descriptors with one message: more than any message takes */
+    fd = raw_connect();
+    for (int i = 0; i < 9; i++) {
+        fds[i] = memfd(4096);
+    }
+    fds[9] = socks[0]; /* last: past what a reader with room for 8 takes, the kernel closes it */
+    CHECK(0 == send_with(fd, false, fds, 10), "a hello with 10 descriptors, a lingering socket "
+          "among them, sent");
+    close(fd);
+    /* 2. a lingering socket with a malformed message, and one more queued behind it */
+    fd = raw_connect();
+    CHECK(0 == send_with(fd, true, &socks[1], 1) && 0 == send_with(fd, false, &socks[1], 1),
+          "garbage carrying a lingering socket, and a hello carrying it again behind it, sent");
+    close(fd);
+    /* 3. the lingering socket and its own peer, so that only the helper holds both */
+    fd = raw_connect();
+    fds[0] = socks[2];
+    fds[1] = peers[2];
+    fds[2] = memfd(4096);
+    CHECK(0 == send_with(fd, false, fds, 3), "a lingering socket with its peer sent");
+    close(fd);
+    close(socks[0]);
+    close(socks[1]);
+    close(socks[2]);
+    close(peers[2]);
+    hold_then_exit(HOLD_S); /* peers 0 and 1 stay open and unread meanwhile */
+    close(peers[0]);
+    close(peers[1]);
+    return check_finish();
+}
+
+static int attack_fd_flood(void)
+{
+    int fds[8], sent = 0;
+
+    for (int i = 0; i < 8; i++) {
+        fds[i] = memfd(4096);
+    }
+    for (int i = 0; i < 3000; i++) {
+        int fd = raw_connect();
+        char answer[512];
+
+        sent += 0 == send_with(fd, false, fds, 8);
+        (void) recv(fd, answer, sizeof(answer), 0); /* the refusal, then the close */
+        close(fd);
+    }
+    CHECK(3000 == sent, "3000 hellos carrying 8 descriptors each: %d sent", sent);
+    return check_finish();
+}
+
+/* A listening socket on 127.0.0.1 at the first free port from `from`, bound explicitly. */
+static int listener_from(unsigned int from)
+{
+    for (unsigned int port = from; port < 65535; port++) {
+        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (0 == bind(fd, (struct sockaddr *) &sin, sizeof(sin)) && 0 == listen(fd, 4)) {
+            return fd;
+        }
+        close(fd);
+    }
+    exit(1);
+}
+
+static int attack_many_bindings(void)
+{
+    struct devmem_helper_client *c;
+    struct devmem_helper_rx_ask one = {1, 0, false};
+    struct devmem_helper_reply r;
+    struct devmem_err e;
+    int granted = 0, buf = memfd(1 << 20);
+
+    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+        printf("FAIL connect: %s\n", e.msg);
+        return 1;
+    }
+    for (int i = 0; i < 12; i++) {
+        int lsd = listener_from(61100);
+
+        devmem_err_clear(&e);
+        granted += 0 == devmem_helper_bind_rx(c, "lo", &one, buf, lsd, &r, &e);
+        close(lsd);
+    }
+    CHECK(12 == granted, "12 RX bindings on one connection: %d granted (%s)", granted, e.msg);
+    devmem_helper_close(c); /* all 12 go at once */
+    return check_finish();
+}
+
+static int attack_epoll(void)
+{
+    struct devmem_helper_client *c;
+    struct devmem_helper_rx_ask one = {1, 0, false};
+    struct devmem_helper_reply r;
+    struct devmem_err e;
+    struct rlimit rl;
+    int ep = epoll_create1(EPOLL_CLOEXEC), ev = eventfd(0, EFD_CLOEXEC), watches = 0;
+    int lsd = listener_from(61100), rc;
+
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max; /* room for the watches' descriptors */
+    setrlimit(RLIMIT_NOFILE, &rl);
+    for (int i = 0; i < 100000 && (rlim_t) i + 64 < rl.rlim_cur; i++) {
+        struct epoll_event x = {EPOLLIN, {0}};
+        int d = dup(ev);
+
+        if (d < 0 || 0 != epoll_ctl(ep, EPOLL_CTL_ADD, d, &x)) {
+            break;
+        }
+        watches++;
+    }
+    printf("      epoll with %d watches (RLIMIT_NOFILE %llu)\n", watches,
+           (unsigned long long) rl.rlim_cur);
+    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+        printf("FAIL connect: %s\n", e.msg);
+        return 1;
+    }
+    devmem_err_clear(&e);
+    rc = devmem_helper_bind_rx(c, "lo", &one, ep, lsd, &r, &e);
+    CHECK(-EBADF == rc && NULL != strstr(e.msg, "anon_inode:[eventpoll]"),
+          "an epoll file passed as the dmabuf is refused by its name: %s", e.msg);
+    devmem_err_clear(&e);
+    rc = devmem_helper_bind_rx(c, "lo", &one, memfd(1 << 20), ep, &r, &e);
+    CHECK(-ENOTSOCK == rc && NULL != strstr(e.msg, "eventpoll"),
+          "and passed as the listening socket: %s", e.msg);
+    devmem_helper_close(c);
+    return check_finish();
+}
+
+static int attack_log_flood(void)
+{
+    struct devmem_helper_client *c;
+    struct devmem_helper_rx_ask one = {1, 0, false};
+    struct devmem_helper_reply r;
+    struct devmem_err e;
+    struct timespec t0, t;
+    int pipefd[2], lsd = listener_from(61100), n = 0;
+
+    if (0 != pipe2(pipefd, O_CLOEXEC) || 0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+        return 1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        n += -EBADF == devmem_helper_bind_rx(c, "lo", &one, pipefd[0], lsd, &r, &e);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec - t0.tv_sec < 3);
+    printf("refusals %d\n", n);
+    CHECK(n > 300, "%d refused binds in 3 s", n);
+    devmem_helper_close(c);
+    return check_finish();
+}
+
+/* A connection on addr:port whose listener, bound with SO_REUSEADDR, is gone: a server's
+ * after a restart. Returns the server's end. */
+static int orphan_connection(int family, unsigned int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int one = 1, l = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), s;
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+
+    memset(&ss, 0, sizeof(ss));
+    if (AF_INET == family) {
+        ss.ss_family = AF_INET;
+        ((struct sockaddr_in *) &ss)->sin_port = htons((uint16_t) port);
+        ((struct sockaddr_in *) &ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(struct sockaddr_in);
+    } else { /* the IPv6 wildcard, dual stack: takes 127.0.0.1 too */
+        ss.ss_family = AF_INET6;
+        ((struct sockaddr_in6 *) &ss)->sin6_port = htons((uint16_t) port);
+        len = sizeof(struct sockaddr_in6);
+    }
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (0 != bind(l, (struct sockaddr *) &ss, len) || 0 != listen(l, 1)
+        || 0 != connect(c, (struct sockaddr *) &to, sizeof(to)) || (s = accept(l, NULL, NULL)) < 0) {
+        perror("victim's connection");
+        exit(1);
+    }
+    close(l);
+    return s;
+}
+
+static int victim(unsigned int port)
+{
+    struct devmem_helper_client *c;
+    struct devmem_helper_rx_ask one = {1, 0, false};
+    struct devmem_helper_reply r;
+    struct devmem_err e;
+    int lsd = listener_from(61100), buf = memfd(1 << 20);
+    char line[8];
+
+    (void) orphan_connection(AF_INET, port);
+    (void) orphan_connection(AF_INET6, port + 1);
+    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)
+        || 0 != devmem_helper_bind_rx(c, "lo", &one, buf, lsd, &r, &e)) {
+        printf("FAIL the victim's binding: %s\n", e.msg);
+        return 1;
+    }
+    printf("ready\n");
+    fflush(stdout);
+    (void) read(0, line, sizeof(line)); /* until the script closes our input */
+    devmem_helper_close(c);
+    return 0;
+}
+
+/* A socket on 127.0.0.1:port that shares it through SO_REUSEADDR, then clears the option. */
+static int shared_listener(unsigned int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int one = 1, zero = 0, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (0 != bind(fd, (struct sockaddr *) &sin, sizeof(sin)) || 0 != listen(fd, 4)) {
+        printf("      (bind to %u with SO_REUSEADDR: %s)\n", port, strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &zero, sizeof(zero));
+    return fd;
+}
+
+static int steal(unsigned int port)
+{
+    struct devmem_helper_client *c;
+    struct devmem_helper_rx_ask one = {1, 0, false}, exact = {12, 0, false}, wish = {16, 1, true};
+    struct devmem_helper_reply r;
+    struct devmem_err e;
+    int buf = memfd(1 << 20), rc;
+
+    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+        printf("FAIL connect: %s\n", e.msg);
+        return 1;
+    }
+    for (unsigned int p = port; p <= port + 1; p++) {
+        int lsd = shared_listener(p);
+
+        devmem_err_clear(&e);
+        rc = lsd < 0 ? -1 : devmem_helper_bind_rx(c, "lo", &one, buf, lsd, &r, &e);
+        CHECK(-EADDRINUSE == rc && NULL != strstr(e.msg, "ESTABLISHED"),
+              "a rule for port %u, where another user's connection lives (%s): %s", p,
+              p == port ? "127.0.0.1" : "::ffff:127.0.0.1", 0 == rc ? "GRANTED" : e.msg);
+        if (lsd >= 0) {
+            close(lsd);
+        }
+    }
+    /* user-share: queues 1-16, the victim holds one: 8 is this user's share */
+    {
+        int lsd = listener_from(61100);
+
+        devmem_err_clear(&e);
+        rc = devmem_helper_bind_rx(c, "lo", &exact, buf, lsd, &r, &e);
+        CHECK(-EDQUOT == rc && NULL != strstr(e.msg, "user-share 50%"),
+              "12 of 16 queues while another user holds one: %s", 0 == rc ? "GRANTED" : e.msg);
+        devmem_err_clear(&e);
+        rc = devmem_helper_bind_rx(c, "lo", &wish, buf, lsd, &r, &e);
+        CHECK(0 == rc && 8 == r.nqueues, "a wish for 16: its share, %u queues (%s)",
+              0 == rc ? r.nqueues : 0, 0 == rc ? "granted" : e.msg);
+        close(lsd);
+    }
+    devmem_helper_close(c);
+    return check_finish();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: helperd_attacks SOCKET ATTACK [PORT]\n");
+        return 2;
+    }
+    sock_path = argv[1];
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (0 == strcmp(argv[2], "freeze")) {
+        return attack_freeze();
+    } else if (0 == strcmp(argv[2], "fd-flood")) {
+        return attack_fd_flood();
+    } else if (0 == strcmp(argv[2], "many-bindings")) {
+        return attack_many_bindings();
+    } else if (0 == strcmp(argv[2], "epoll")) {
+        return attack_epoll();
+    } else if (0 == strcmp(argv[2], "log-flood")) {
+        return attack_log_flood();
+    } else if (argc > 3 && 0 == strcmp(argv[2], "victim")) {
+        return victim((unsigned int) atoi(argv[3]));
+    } else if (argc > 3 && 0 == strcmp(argv[2], "steal")) {
+        return steal((unsigned int) atoi(argv[3]));
+    }
+    fprintf(stderr, "helperd_attacks: unknown attack %s\n", argv[2]);
+    return 2;
+}
