@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# A bounded libFuzzer run of each parser target (test/fuzz/fuzz_*.c, built by the sanitizer
+# A bounded libFuzzer run of each parser target, and of devmem-helperd's request handling (test/fuzz/fuzz_*.c, built by the sanitizer
 # build in test/lib/sanitize.sh): DEVMEM_FUZZ_SECONDS each (default 12), as many at a time as
 # there are CPUs. A crash, a sanitizer report or a broken promise fails the step and keeps the
 # input that did it; the executions are reported. The longer run is documented in
@@ -17,7 +17,7 @@ seconds=${DEVMEM_FUZZ_SECONDS:-12}
     devmem_skip "the fuzz targets link no Open MPI; the check's first leg fuzzed them"
 devmem_sanitize_build
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-targets=(fuzz_wire fuzz_rxframe fuzz_rx_parse fuzz_netlink fuzz_helper_proto)
+targets=(fuzz_wire fuzz_rxframe fuzz_rx_parse fuzz_netlink fuzz_helper_proto fuzz_helperd)
 # one bounded run of target $1, its exit status left in $DEVMEM_TEST_TMP/$1.rc
 fuzz_one() {
     local corpus=$DEVMEM_TEST_TMP/corpus-$1

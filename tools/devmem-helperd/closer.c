@@ -278,6 +278,6 @@ void hd_closer_drain(long wait_ms)
             return;
         }
         hd_closer_tick();
-        usleep(10 * 1000);
+        usleep(1000);
     }
 }
