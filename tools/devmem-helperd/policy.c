@@ -13,7 +13,7 @@
  *   user-share PERCENT             of an interface's queues one user may hold while another
  *                                  user holds some or asked for some in the last minute
  *   allow-tx yes|no                TX bindings at all (no: for nodes shared between users)
- *   tx-shared yes|no               TX bindings on a device other users hold bindings on
+ *   tx-shared yes|no               TX bindings of two users on one device
  *   restore yes|no                 put NIC settings back when the last binding goes
  * Every value is checked; a bad line stops the helper from starting, with its number.
  */
