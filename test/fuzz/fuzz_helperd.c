@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "helperd_test.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -70,22 +71,6 @@ static void setup(void)
     hd_closer_init();
 }
 
-/* A listening socket on 127.0.0.1, at a port bound explicitly above the ephemeral range. */
-static int listener(void)
-{
-    for (unsigned int port = 61000; port < 65535; port++) {
-        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
-                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (0 == bind(fd, (struct sockaddr *) &sin, sizeof(sin)) && 0 == listen(fd, 1)) {
-            return fd;
-        }
-        close(fd);
-    }
-    return -1;
-}
-
 static int make_fd(unsigned int kind)
 {
     int fd = -1, pair[2];
@@ -98,7 +83,7 @@ static int make_fd(unsigned int kind)
             fd = -1;
         }
         return fd;
-    case 1: return listener();
+    case 1: return hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false);
     case 2:
         if (0 != pipe2(pair, O_CLOEXEC)) {
             return -1;
@@ -119,12 +104,6 @@ static int make_fd(unsigned int kind)
 
 static void send_chunk(int fd, const uint8_t *data, size_t len, unsigned int kinds)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 7)];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {(void *) data, len};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     int fds[7];
     size_t nfds = 0;
 
@@ -134,19 +113,7 @@ static void send_chunk(int fd, const uint8_t *data, size_t len, unsigned int kin
             fds[nfds++] = f;
         }
     }
-    if (nfds > 0) {
-        struct cmsghdr *cm;
-
-        memset(&ctl, 0, sizeof(ctl));
-        msg.msg_control = ctl.buf;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-    }
-    (void) sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void) devmem_helper_sendmsg(fd, data, len, fds, nfds, 0);
     for (size_t i = 0; i < nfds; i++) {
         close(fds[i]);
     }

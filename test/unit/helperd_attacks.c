@@ -48,21 +48,14 @@
 #include "helper_proto.h"
 
 #include "check.h"
+#include "helperd_test.h"
 
 #define HOLD_S 4
 static const char *sock_path;
 
 static int raw_connect(void)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-    if (fd < 0 || 0 != connect(fd, (struct sockaddr *) &sa, sizeof(sa))) {
-        perror("connect");
-        exit(1);
-    }
-    return fd;
+    return hdtest_raw_connect(sock_path);
 }
 
 /* One message: a hello (or garbage when bad), with nfds descriptors. */
@@ -73,39 +66,10 @@ static int send_with(int fd, bool bad, const int *fds, size_t nfds)
     ssize_t n = devmem_helper_build(buf, sizeof(buf), DEVMEM_HELPER_HELLO, 1, &hello,
                                     sizeof(hello));
 
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 16)];
-        struct cmsghdr align;
-    } ctl;
-    struct iovec iov = {buf, (size_t) n};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                         .msg_controllen = CMSG_SPACE(sizeof(int) * nfds)};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
     if (bad) {
         memset(buf, 'x', sizeof(buf));
     }
-    if (0 == nfds) {
-        return n == send(fd, buf, (size_t) n, MSG_NOSIGNAL) ? 0 : -1;
-    }
-    /* by hand: the client library sends no more descriptors than a message takes */
-    memset(&ctl, 0, sizeof(ctl));
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-    memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-    return n == sendmsg(fd, &msg, MSG_NOSIGNAL) ? 0 : -1;
-}
-
-static int memfd(size_t size)
-{
-    int fd = memfd_create("attack", MFD_CLOEXEC);
-
-    if (fd < 0 || 0 != ftruncate(fd, (off_t) size)) {
-        perror("memfd");
-        exit(1);
-    }
-    return fd;
+    return n == devmem_helper_sendmsg(fd, buf, (size_t) n, fds, nfds, 0) ? 0 : -1;
 }
 
 /* A TCP socket whose close waits: SO_LINGER for an hour, a send queue full, and its peer
@@ -190,7 +154,7 @@ static bool hand_over(int how, int sock, int peer)
         /* ten descriptors, the last holding it: past what a reader with room for 8 takes,
          * the kernel closes it in the reader's own thread */
         for (n = 0; n < 9; n++) {
-            fds[n] = memfd(4096);
+            fds[n] = hdtest_memfd(4096);
         }
         fds[n++] = wrapped(&sock, 1);
         armed = 0 == send_with(fd, false, fds, 10);
@@ -202,7 +166,7 @@ static bool hand_over(int how, int sock, int peer)
         /* with its own peer, so that only the helper holds both */
         int both[2] = {sock, peer};
         fds[n++] = wrapped(both, 2);
-        fds[n++] = memfd(4096);
+        fds[n++] = hdtest_memfd(4096);
         armed = 0 == send_with(fd, false, fds, 2);
     }
     for (int i = 0; i < n - 1; i++) {
@@ -250,7 +214,7 @@ static int attack_fd_flood(void)
     int fds[8], sent = 0;
 
     for (int i = 0; i < 8; i++) {
-        fds[i] = memfd(4096);
+        fds[i] = hdtest_memfd(4096);
     }
     for (int i = 0; i < 3000; i++) {
         int fd = raw_connect();
@@ -267,36 +231,17 @@ static int attack_fd_flood(void)
     return check_finish();
 }
 
-/* A listening socket on 127.0.0.1 at the first free port from `from`, bound explicitly. */
-static int listener_from(unsigned int from)
-{
-    for (unsigned int port = from; port < 65535; port++) {
-        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port),
-                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (0 == bind(fd, (struct sockaddr *) &sin, sizeof(sin)) && 0 == listen(fd, 4)) {
-            return fd;
-        }
-        close(fd);
-    }
-    exit(1);
-}
-
 static int attack_many_bindings(void)
 {
     struct devmem_helper_client *c;
     struct devmem_helper_rx_ask one = {1, 0, false};
     struct devmem_helper_reply r;
     struct devmem_err e;
-    int granted = 0, buf = memfd(1 << 20);
+    int granted = 0, buf = hdtest_memfd(1 << 20);
 
-    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
-        printf("FAIL connect: %s\n", e.msg);
-        return 1;
-    }
+    c = hdtest_client(sock_path);
     for (int i = 0; i < 12; i++) {
-        int lsd = listener_from(61100);
+        int lsd = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false);
 
         devmem_err_clear(&e);
         granted += 0 == devmem_helper_bind_rx(c, "lo", &one, buf, lsd, &r, &e);
@@ -315,7 +260,7 @@ static int attack_epoll(void)
     struct devmem_err e;
     struct rlimit rl;
     int ep = epoll_create1(EPOLL_CLOEXEC), ev = eventfd(0, EFD_CLOEXEC), watches = 0;
-    int lsd = listener_from(61100), rc;
+    int lsd = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false), rc;
 
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max; /* room for the watches' descriptors */
@@ -331,16 +276,13 @@ static int attack_epoll(void)
     }
     printf("      epoll with %d watches (RLIMIT_NOFILE %llu)\n", watches,
            (unsigned long long) rl.rlim_cur);
-    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
-        printf("FAIL connect: %s\n", e.msg);
-        return 1;
-    }
+    c = hdtest_client(sock_path);
     devmem_err_clear(&e);
     rc = devmem_helper_bind_rx(c, "lo", &one, ep, lsd, &r, &e);
     CHECK(-EBADF == rc && NULL != strstr(e.msg, "anon_inode:[eventpoll]"),
           "an epoll file passed as the dmabuf is refused by its name: %s", e.msg);
     devmem_err_clear(&e);
-    rc = devmem_helper_bind_rx(c, "lo", &one, memfd(1 << 20), ep, &r, &e);
+    rc = devmem_helper_bind_rx(c, "lo", &one, hdtest_memfd(1 << 20), ep, &r, &e);
     CHECK(-ENOTSOCK == rc && NULL != strstr(e.msg, "eventpoll"),
           "and passed as the listening socket: %s", e.msg);
     devmem_helper_close(c);
@@ -354,11 +296,12 @@ static int attack_log_flood(void)
     struct devmem_helper_reply r;
     struct devmem_err e;
     struct timespec t0, t;
-    int pipefd[2], lsd = listener_from(61100), n = 0;
+    int pipefd[2], lsd = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false), n = 0;
 
-    if (0 != pipe2(pipefd, O_CLOEXEC) || 0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+    if (0 != pipe2(pipefd, O_CLOEXEC)) {
         return 1;
     }
+    c = hdtest_client(sock_path);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
         n += -EBADF == devmem_helper_bind_rx(c, "lo", &one, pipefd[0], lsd, &r, &e);
@@ -408,13 +351,13 @@ static int victim(unsigned int port)
     struct devmem_helper_rx_ask one = {1, 0, false};
     struct devmem_helper_reply r;
     struct devmem_err e;
-    int lsd = listener_from(61100), buf = memfd(1 << 20);
+    int lsd = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false), buf = hdtest_memfd(1 << 20);
     char line[8];
 
     (void) orphan_connection(AF_INET, port);
     (void) orphan_connection(AF_INET6, port + 1);
-    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)
-        || 0 != devmem_helper_bind_rx(c, "lo", &one, buf, lsd, &r, &e)) {
+    c = hdtest_client(sock_path);
+    if (0 != devmem_helper_bind_rx(c, "lo", &one, buf, lsd, &r, &e)) {
         printf("FAIL the victim's binding: %s\n", e.msg);
         return 1;
     }
@@ -447,12 +390,9 @@ static int steal(unsigned int port)
     struct devmem_helper_rx_ask one = {1, 0, false}, exact = {12, 0, false}, wish = {16, 1, true};
     struct devmem_helper_reply r;
     struct devmem_err e;
-    int buf = memfd(1 << 20), rc;
+    int buf = hdtest_memfd(1 << 20), rc;
 
-    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
-        printf("FAIL connect: %s\n", e.msg);
-        return 1;
-    }
+    c = hdtest_client(sock_path);
     for (unsigned int p = port; p <= port + 1; p++) {
         int lsd = shared_listener(p);
 
@@ -467,7 +407,7 @@ static int steal(unsigned int port)
     }
     /* user-share: queues 1-16, the victim holds one: 8 is this user's share */
     {
-        int lsd = listener_from(61100);
+        int lsd = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false);
 
         devmem_err_clear(&e);
         rc = devmem_helper_bind_rx(c, "lo", &exact, buf, lsd, &r, &e);

@@ -45,21 +45,14 @@
 #include "helper_proto.h"
 
 #include "check.h"
+#include "helperd_test.h"
 
 #define NOBODY 65534
 static const char *sock_path;
 
 static int raw_connect(void)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-    if (fd < 0 || 0 != connect(fd, (struct sockaddr *) &sa, sizeof(sa))) {
-        perror("connect");
-        exit(1);
-    }
-    return fd;
+    return hdtest_raw_connect(sock_path);
 }
 
 static void raw_send(int fd, const void *buf, size_t len, const int *fds, size_t nfds)
@@ -139,45 +132,9 @@ static int closed(int fd)
     return 0 == read_answer(fd, &m, 8000);
 }
 
-static int memfd(size_t size)
-{
-    int fd = memfd_create("helperd-test", MFD_CLOEXEC);
-
-    if (fd < 0 || 0 != ftruncate(fd, (off_t) size)) {
-        perror("memfd");
-        exit(1);
-    }
-    return fd;
-}
-
-/* A socket on addr. port 0: the kernel picks (from the ephemeral range, which the helper
- * refuses); else the first free port from 61000 up, bound explicitly, as the component does. */
-static int socket_on(int type, int do_listen, uint32_t addr, int kernel_port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(addr)};
-
-    for (unsigned int port = 61000; port <= 65535; port++) {
-        int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-
-        sin.sin_port = kernel_port ? 0 : htons((uint16_t) port);
-        if (fd >= 0 && 0 == bind(fd, (struct sockaddr *) &sin, sizeof(sin))
-            && (!do_listen || 0 == listen(fd, 4))) {
-            return fd;
-        }
-        if (fd >= 0) {
-            close(fd);
-        }
-        if (kernel_port || EADDRINUSE != errno) {
-            break;
-        }
-    }
-    perror("tcp socket");
-    exit(1);
-}
-
 static int tcp_socket_at(int type, int do_listen, uint32_t addr)
 {
-    return socket_on(type, do_listen, addr, 0);
+    return hdtest_socket(type, do_listen, addr, false);
 }
 
 static int tcp_socket(int type, int do_listen)
@@ -187,14 +144,7 @@ static int tcp_socket(int type, int do_listen)
 
 static struct devmem_helper_client *client(void)
 {
-    struct devmem_helper_client *c;
-    struct devmem_err e;
-
-    if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
-        printf("FAIL connect: %s\n", e.msg);
-        exit(1);
-    }
-    return c;
+    return hdtest_client(sock_path);
 }
 
 static void status(struct devmem_helper_client *c, char *text, size_t len)
@@ -213,7 +163,7 @@ static int bind_rx_ask(struct devmem_helper_client *c, size_t bytes,
                        const struct devmem_helper_rx_ask *ask, struct devmem_helper_reply *r,
                        struct devmem_err *e)
 {
-    int buf = memfd(bytes), lsd = tcp_socket(SOCK_STREAM, 1);
+    int buf = hdtest_memfd(bytes), lsd = tcp_socket(SOCK_STREAM, 1);
     int rc;
 
     devmem_err_clear(e);
@@ -258,17 +208,27 @@ static int as_user(uid_t uid, gid_t gid, int (*fn)(void))
 
 /* nobody's TX binding beside root's RX bindings is granted (an RX binding sends nothing);
  * a second user's TX binding beside it is refused while nobody holds it, and granted after */
+/* A TX binding on lo, on a connection of its own (left in *c): its result, said as who. */
+static int bind_tx_as(const char *who, struct devmem_helper_client **c, struct devmem_err *e)
+{
+    uint32_t id = 0;
+    int buf = hdtest_memfd(1 << 20), rc;
+
+    *c = client();
+    devmem_err_clear(e);
+    rc = devmem_helper_bind_tx(*c, "lo", buf, &id, e);
+    close(buf);
+    printf("      %s: %s\n", who, 0 == rc ? "granted" : e->msg);
+    fflush(stdout);
+    return rc;
+}
+
 static int nobody_tx_beside_rx(void)
 {
-    struct devmem_helper_client *c = client();
+    struct devmem_helper_client *c;
     struct devmem_err e;
-    uint32_t id = 0;
-    int buf = memfd(1 << 20);
-    int rc = devmem_helper_bind_tx(c, "lo", buf, &id, &e);
 
-    printf("      nobody's bind-tx beside root's RX bindings: %s\n", 0 == rc ? "granted" : e.msg);
-    fflush(stdout);
-    if (0 != rc) {
+    if (0 != bind_tx_as("nobody's bind-tx beside root's RX bindings", &c, &e)) {
         return 0;
     }
     /* hold it while the parent checks that another user is refused, then let go */
@@ -292,14 +252,11 @@ static int outsider_refused(void)
 
 static int second_user_tx_refused(void)
 {
-    struct devmem_helper_client *c = client();
+    struct devmem_helper_client *c;
     struct devmem_err e;
-    uint32_t id = 0;
-    int buf = memfd(1 << 20);
-    int rc = devmem_helper_bind_tx(c, "lo", buf, &id, &e);
+    int rc = bind_tx_as("uid 12346's bind-tx beside nobody's", &c, &e);
 
-    printf("      uid 12346's bind-tx beside nobody's: %s\n", 0 == rc ? "granted" : e.msg);
-    fflush(stdout);
+    devmem_helper_close(c);
     return EBUSY == -rc && NULL != strstr(e.msg, "tx-shared no")
            && NULL != strstr(e.msg, "uid 65534 holds a TX binding");
 }
@@ -308,10 +265,8 @@ static int tx_sharing(void)
 {
     int to_child[2], from_child[2], ok = 1;
     char line[64] = "";
-    struct devmem_helper_client *root = client();
+    struct devmem_helper_client *root = NULL;
     struct devmem_err e;
-    uint32_t id = 0;
-    int buf = memfd(1 << 20);
     pid_t pid;
     FILE *in;
 
@@ -338,14 +293,11 @@ static int tx_sharing(void)
         ok = 0;
     } else {
         ok &= as_user(12346, NOBODY, second_user_tx_refused);
-        devmem_err_clear(&e);
-        ok &= 0 == devmem_helper_bind_tx(root, "lo", buf, &id, &e);
-        printf("      root's bind-tx beside nobody's: %s\n", 0 == e.code ? "granted" : e.msg);
+        ok &= 0 == bind_tx_as("root's bind-tx beside nobody's", &root, &e);
     }
     close(to_child[1]);
     waitpid(pid, NULL, 0);
     fclose(in);
-    close(buf);
     devmem_helper_close(root);
     return ok;
 }
@@ -371,7 +323,7 @@ int main(int argc, char **argv)
             return 2;
         }
         good = client();
-        buf = memfd(1 << 20);
+        buf = hdtest_memfd(1 << 20);
         lsd = tcp_socket_at(SOCK_STREAM, 1, ntohl(at.s_addr)); /* on IFNAME's address */
         devmem_err_clear(&e);
         CHECK(-EOPNOTSUPP == devmem_helper_bind_rx(good, argv[3], &one_queue, buf, lsd, &r, &e)
@@ -387,7 +339,7 @@ int main(int argc, char **argv)
     }
     if (argc > 2 && 0 == strcmp(argv[2], "foreign-netns")) {
         good = client();
-        buf = memfd(1 << 20);
+        buf = hdtest_memfd(1 << 20);
         lsd = tcp_socket(SOCK_STREAM, 1);
         devmem_err_clear(&e);
         CHECK(-EXDEV == devmem_helper_bind_rx(good, "lo", &one_queue, buf, lsd, &r, &e),
@@ -481,7 +433,7 @@ int main(int argc, char **argv)
         CHECK(as_user(12345, NOBODY, outsider_refused),
               "a uid in none of the allowed groups is refused at hello, naming allow-group");
         good = client(); /* that helper also says allow-tx no */
-        buf = memfd(1 << 20);
+        buf = hdtest_memfd(1 << 20);
         devmem_err_clear(&e);
         CHECK(-EACCES == devmem_helper_bind_tx(good, "lo", buf, &r.binding_id, &e)
                   && NULL != strstr(e.msg, "allow-tx no"),
@@ -565,7 +517,7 @@ int main(int argc, char **argv)
     fd = raw_connect();
     send_hello(fd);
     (void) read_answer(fd, &(struct devmem_helper_msg){0}, 5000);
-    buf = memfd(1 << 20);
+    buf = hdtest_memfd(1 << 20);
     lsd = tcp_socket(SOCK_STREAM, 1);
     fds[0] = buf;
     fds[1] = lsd;
@@ -642,7 +594,7 @@ int main(int argc, char **argv)
         CHECK(-EBADF == devmem_helper_bind_rx(other, "lo", &one_queue, file, lsd, &r2, &e),
               "a plain file passed as the dmabuf: %s", e.msg);
         {
-            int picked = socket_on(SOCK_STREAM, 1, INADDR_LOOPBACK, 1), reuse = tcp_socket(
+            int picked = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, true), reuse = tcp_socket(
                 SOCK_STREAM, 0), on = 1;
             CHECK(-EINVAL == devmem_helper_bind_rx(other, "lo", &one_queue, buf, picked, &r2, &e)
                       && NULL != strstr(e.msg, "ephemeral range"),
@@ -684,7 +636,7 @@ int main(int argc, char **argv)
 
     /* the port must stay the client's: shutting its listening socket down ends the rule */
     {
-        int held = tcp_socket(SOCK_STREAM, 1), mine = memfd(1 << 20);
+        int held = tcp_socket(SOCK_STREAM, 1), mine = hdtest_memfd(1 << 20);
         char want[64];
         devmem_err_clear(&e);
         CHECK(0 == devmem_helper_bind_rx(good, "lo", &one_queue, mine, held, &r2, &e),

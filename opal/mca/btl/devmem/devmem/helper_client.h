@@ -61,7 +61,7 @@ int devmem_helper_status(struct devmem_helper_client *c, char *text, size_t cap,
 /* One sendmsg of buf with nfds descriptors (SCM_RIGHTS) on fd, MSG_NOSIGNAL | flags: what
  * sendmsg returns. Up to DEVMEM_HELPER_SEND_FDS_MAX descriptors, more than a message takes,
  * so that tests can send too many. */
-#define DEVMEM_HELPER_SEND_FDS_MAX 8
+#define DEVMEM_HELPER_SEND_FDS_MAX 16
 ssize_t devmem_helper_sendmsg(int fd, const void *buf, size_t len, const int *fds, size_t nfds,
                               int flags);
 
