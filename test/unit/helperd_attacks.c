@@ -12,7 +12,8 @@
  *                  that the helper holds the last reference: with more descriptors than a
  *                  message takes, behind a malformed message, and with its own peer; prints
  *                  "sent", then holds the peers unread for HOLD_S seconds
- *   fd-flood       3000 hellos carrying 8 descriptors each, over connections one after another
+ *   fd-flood       3000 hellos carrying 8 descriptors each, over connections one after another;
+ *                  then 80 connections at once (past max-clients-per-user), each carrying 2
  *   many-bindings  12 RX bindings on one connection, then the connection closes
  *   epoll          an epoll file with up to 100000 watches (as many as RLIMIT_NOFILE allows)
  *                  passed as the dmabuf and as the socket: refused by its name
@@ -211,7 +212,7 @@ static int attack_freeze(void)
 
 static int attack_fd_flood(void)
 {
-    int fds[8], sent = 0;
+    int fds[8], sent = 0, burst[80];
 
     for (int i = 0; i < 8; i++) {
         fds[i] = hdtest_memfd(4096);
@@ -228,6 +229,18 @@ static int attack_fd_flood(void)
      * connection closed */
     CHECK(sent > 1000, "3000 hellos carrying 8 descriptors each: %d sent, %d turned away",
           sent, 3000 - sent);
+    /* past max-clients-per-user at once, each connection carrying descriptors before the
+     * helper accepts it: those refused at accept hold them in their queue */
+    sent = 0;
+    for (int i = 0; i < 80; i++) {
+        burst[i] = raw_connect();
+        sent += 0 == send_with(burst[i], false, fds, 2);
+    }
+    for (int i = 0; i < 80; i++) {
+        close(burst[i]);
+    }
+    CHECK(sent > 64, "80 connections at once, past max-clients-per-user 64, each with 2 "
+          "descriptors: %d sent", sent);
     return check_finish();
 }
 
