@@ -56,7 +56,9 @@ cleanup() {
         kill -TERM "$p" 2>/dev/null
     done
     pkill -KILL -u nobody -f "$DEVMEM_MPI_BIN/soak" 2>/dev/null
-    pkill -KILL -f "helperd_attacks" 2>/dev/null
+    pkill -KILL -f "helperd_attacks $T/attack.sock" 2>/dev/null
+    pkill -TERM -f "fuse_stall $T/fuse" 2>/dev/null
+    umount -l "$T/fuse" 2>/dev/null
     userdel "dmvictim$$" 2>/dev/null
     ip netns del "$ns" 2>/dev/null
     devmem_testlib_cleanup
@@ -276,6 +278,38 @@ if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nolo
         devmem_step_ok "$refusals refusals in 3 s wrote $lines log lines, and said how many it left out" ||
         devmem_step_fail "$refusals refusals in 3 s wrote $lines log lines"
     baseline "after the epoll file and the log flood"
+
+    # 5. closes no signal ends: FUSE files whose server never answers a flush. Their user is
+    # turned away while its closes pile up, everyone else is served; when the FUSE server
+    # stops (its connection aborted) the helper is back where it was
+    mkdir -p "$T/fuse"
+    "$DEVMEM_BUILD/test/unit/fuse_stall" "$T/fuse" >"$T/fuse.out" 2>&1 &
+    fpid=$!
+    for _ in $(seq 50); do grep -q '^mounted' "$T/fuse.out" 2>/dev/null && break; sleep 0.1; done
+    if ! grep -q '^mounted' "$T/fuse.out"; then
+        wait "$fpid"
+        [ $? -eq 77 ] && echo "note: no FUSE here ($(cat "$T/fuse.out")): the stalled closes are not tried" ||
+            devmem_step_fail "the FUSE server did not start: $(cat "$T/fuse.out")"
+    else
+        attack fuse fuse "$T/fuse/f" &
+        apid=$!
+        for _ in $(seq 150); do grep -q '^sent' "$T/attack-fuse.out" 2>/dev/null && break; sleep 0.1; done
+        served "a user's closes stalled on FUSE"
+        st=$(status_of attack)
+        grep -q "^closing: .* 1 user(s) held back" <<<"$st" &&
+            devmem_step_ok "the status names the user held back: $(grep '^closing:' <<<"$st")" ||
+            devmem_step_fail "the status while closes stall: $(grep '^closing:' <<<"$st")"
+        kill -TERM "$fpid"
+        wait "$fpid"
+        if wait "$apid"; then
+            devmem_step_ok "the FUSE files' user was turned away while its closes stalled"
+        else
+            devmem_step_fail "the FUSE attack:"
+            cat "$T/attack-fuse.out"
+        fi
+        baseline "after the FUSE server stopped"
+    fi
+    umount -l "$T/fuse" 2>/dev/null
 fi
 userdel "$victim" 2>/dev/null
 

@@ -18,6 +18,9 @@
  *   epoll          an epoll file with up to 100000 watches (as many as RLIMIT_NOFILE allows)
  *                  passed as the dmabuf and as the socket: refused by its name
  *   log-flood      refused binds for 3 s; prints "refusals N"
+ *   fuse FILE      80 descriptors of a FUSE file whose flush never ends (test/unit/fuse_stall):
+ *                  this user must be turned away while its closes pile up; prints "sent",
+ *                  and its exit waits until the FUSE server stops
  *   victim PORT    (the other user) binds a queue and holds a connection on 127.0.0.1:PORT
  *                  and one on [::ffff:127.0.0.1]:PORT+1 whose listeners are gone; prints
  *                  "ready", then holds them until its input closes
@@ -326,6 +329,47 @@ static int attack_log_flood(void)
     return check_finish();
 }
 
+/* Descriptors whose close no signal ends (a FUSE file whose server never answers a flush),
+ * 80 of them: this user's closing threads stall and its closes pile up; it must be turned
+ * away until they drain, while the helper serves everyone else. Prints "sent", then exits,
+ * which waits until the script stops the FUSE server. */
+static int attack_fuse(const char *file)
+{
+    int fds[80], turned_away = 0;
+
+    for (int i = 0; i < 80; i++) {
+        if ((fds[i] = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
+            printf("FAIL open %s: %s\n", file, strerror(errno));
+            return 1;
+        }
+    }
+    for (int i = 0; i < 80; i += 2) {
+        int fd = raw_connect();
+        char answer[512];
+
+        (void) send_with(fd, false, &fds[i], 2); /* a hello takes none: refused, closed */
+        (void) recv(fd, answer, sizeof(answer), 0);
+        close(fd);
+    }
+    sleep(1); /* the helper queues the closes it cannot run */
+    for (int i = 0; i < 5 && 0 == turned_away; i++) {
+        struct devmem_helper_client *c;
+        struct devmem_err e;
+
+        if (0 != devmem_helper_connect(&c, sock_path, 5000, &e)) {
+            turned_away = NULL != strstr(e.msg, "still being closed");
+            printf("      a new connection: %s\n", e.msg);
+        } else {
+            devmem_helper_close(c);
+            usleep(200 * 1000);
+        }
+    }
+    CHECK(turned_away, "with 80 FUSE files whose flush never ends queued for closing, this user "
+          "is turned away");
+    hold_then_exit(0);
+    return check_finish(); /* our own copies' closes wait for the FUSE server too */
+}
+
 /* A connection on addr:port whose listener, bound with SO_REUSEADDR, is gone: a server's
  * after a restart. Returns the server's end. */
 static int orphan_connection(int family, unsigned int port)
@@ -454,6 +498,8 @@ int main(int argc, char **argv)
         return attack_epoll();
     } else if (0 == strcmp(argv[2], "log-flood")) {
         return attack_log_flood();
+    } else if (argc > 3 && 0 == strcmp(argv[2], "fuse")) {
+        return attack_fuse(argv[3]);
     } else if (argc > 3 && 0 == strcmp(argv[2], "victim")) {
         return victim((unsigned int) atoi(argv[3]));
     } else if (argc > 3 && 0 == strcmp(argv[2], "steal")) {
