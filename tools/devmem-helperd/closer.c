@@ -31,7 +31,7 @@ struct closer_user {
     uid_t uid;
     int *fds; /* a ring of queued descriptors */
     size_t head, n, cap;
-    unsigned int threads;
+    unsigned int threads, busy; /* busy: threads in a close */
     struct closer_user *next;
 };
 
@@ -117,12 +117,16 @@ static void *closer_main(void *arg)
         fd = u->fds[u->head];
         u->head = (u->head + 1) % u->cap;
         u->n--;
+        u->busy++;
         me->since_ms = me->nudged_ms = hd_now_ms();
         pthread_mutex_unlock(&lock);
         close(fd); /* the descriptor is gone whatever close says */
         pthread_mutex_lock(&lock);
         me->since_ms = 0;
         closed_total++;
+        if (NULL != (u = user_of(me->uid, false))) {
+            u->busy--;
+        }
     }
     /* off the list under the lock: a thread the watchdog can see is still running */
     for (struct closer_thread **pt = &threads; NULL != *pt; pt = &(*pt)->next) {
@@ -151,7 +155,9 @@ static void thread_start(struct closer_user *u)
     sigset_t all, old;
     int rc;
 
-    if (u->threads >= HD_CLOSERS_PER_USER || u->threads >= u->n
+    /* one more while queued closes outnumber the threads not in a close: a close that
+     * does not end holds up no other one of the user's, up to its share of threads */
+    if (u->threads >= HD_CLOSERS_PER_USER || u->threads - u->busy >= u->n
         || NULL == (t = calloc(1, sizeof(*t)))) {
         return;
     }

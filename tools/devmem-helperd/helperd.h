@@ -289,8 +289,11 @@ struct helperd {
 
 /* serve.c */
 void hd_client_accept(struct helperd *hd, int cfd);
-/* Read what the client sent and answer every whole message; 0, or -1 when it is gone. */
+/* Read what the client sent and answer every whole message; 0, or -1 when it is gone.
+ * Stops early while the user's closes pile up or the helper lacks descriptors for more. */
 int hd_client_readable(struct helperd *hd, struct hd_client *c);
+/* Whether the helper has room under RLIMIT_NOFILE for every descriptor a message can carry. */
+bool hd_fds_room(const struct helperd *hd);
 /* Undo everything the client holds, close it, free it. */
 void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why);
 /* requests.c: 0, or -errno with the reason in err; the answer is serve.c's */

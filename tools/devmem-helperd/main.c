@@ -172,11 +172,12 @@ static int serve(struct helperd *hd, int lfd, int sfd)
     struct pollfd *pfd = NULL;
     struct slot *who = NULL;
     size_t cap = 0;
-    long last_recheck = 0;
+    long last_recheck = 0, room_complaint = -60000;
     int rc = 0;
 
     for (;;) {
         struct hd_closer_counts closing;
+        bool room;
         size_t n = 2, want = 2 + hd->nclients;
         int r;
 
@@ -195,9 +196,15 @@ static int serve(struct helperd *hd, int lfd, int sfd)
                 break;
             }
         }
+        room = hd_fds_room(hd);
+        if (!room && hd_now_ms() - room_complaint >= 60000) {
+            room_complaint = hd_now_ms();
+            hd_log(LOG_WARNING, "near RLIMIT_NOFILE with descriptors being closed: no client "
+                   "is accepted or read until they are");
+        }
         pfd[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
         /* a negative fd is skipped by poll: accepting is paused */
-        pfd[1] = (struct pollfd){.fd = hd_now_ms() < accept_paused_until ? -1 : lfd,
+        pfd[1] = (struct pollfd){.fd = !room || hd_now_ms() < accept_paused_until ? -1 : lfd,
                                  .events = POLLIN};
         /* held sockets first: releasing a binding frees nothing a later slot points to,
          * while dropping a client frees its bindings */
@@ -213,7 +220,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
         }
         for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
             /* a user whose descriptors are still being closed sends no more for now */
-            if (!hd_closer_backlogged(c->uid)) {
+            if (room && !hd_closer_backlogged(c->uid)) {
                 who[n] = (struct slot){c, NULL};
                 pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
             }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <syslog.h>
 #include <time.h>
@@ -297,9 +298,33 @@ static int take_fds(struct hd_client *c, struct msghdr *msg, bool at_start,
     return rc;
 }
 
+/* Descriptors the helper may hold at most: its own few, per connection the socket and a
+ * message's two, per binding the held socket and the backend's netlink socket, and what is
+ * queued for closing. */
+static size_t fds_held(const struct helperd *hd)
+{
+    struct hd_closer_counts cc;
+    unsigned int bindings, rules, contexts;
+
+    hd_closer_counts(&cc);
+    hd_status_counts(hd, &bindings, &rules, &contexts);
+    return 32 + 3 * (size_t) hd->nclients + 2 * (size_t) bindings + cc.queued + cc.closing;
+}
+
+bool hd_fds_room(const struct helperd *hd)
+{
+    struct rlimit rl;
+
+    /* a descriptor the kernel cannot install in the reader is closed by the kernel, in the
+     * reading thread: read only with room for the most one message carries */
+    return 0 != getrlimit(RLIMIT_NOFILE, &rl) || RLIM_INFINITY == rl.rlim_cur
+           || fds_held(hd) + HD_FDS_READ < rl.rlim_cur;
+}
+
 int hd_client_readable(struct helperd *hd, struct hd_client *c)
 {
-    for (int handled = 0; handled < HD_MSGS_PER_WAKEUP && !c->closing;) {
+    for (int handled = 0; handled < HD_MSGS_PER_WAKEUP && !c->closing
+                          && !hd_closer_backlogged(c->uid) && hd_fds_room(hd);) {
         union {
             char buf[CMSG_SPACE(sizeof(int) * HD_FDS_READ)];
             struct cmsghdr align;
