@@ -231,6 +231,20 @@ if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nolo
     attack fd-flood fd-flood || { devmem_step_fail "the fd flood:"; cat "$T/attack-fd-flood.out"; }
     served "after 24,000 passed descriptors"
     baseline "after 24,000 passed descriptors"
+    # the same against a helper with 400 descriptors (RLIMIT_NOFILE), which reads no message
+    # without room for all a message can carry: it must still serve, and never run out
+    if NETNS_EXEC="prlimit --nofile=400:400" start_helper tight emulated \
+        "interface lo queues 1-16" "allow-group nogroup" "socket-group nogroup"; then
+        as_nobody timeout 60 "$DEVMEM_BUILD/test/unit/helperd_attacks" "$T/tight.sock" fd-flood \
+            >"$T/attack-tight.out" 2>&1
+        if runuser -u "$victim" -- timeout 5 "$helperd" --status --socket "$T/tight.sock" \
+            >"$T/tight-status.out" 2>&1 && ! grep -q "Too many open files" "$T/tight.log"; then
+            devmem_step_ok "a helper with 400 descriptors: the flood ran out none ($(grep -c 'more than 2 descriptors' "$T/tight.log") refusals logged), the other user served"
+        else
+            devmem_step_fail "a helper with 400 descriptors after the flood: $(tail -n 3 "$T/tight.log")"
+        fi
+        kill -TERM "${helper_pids[-1]}"
+    fi
     if attack many many-bindings; then
         devmem_step_ok "12 bindings of one connection released at once"
     else
