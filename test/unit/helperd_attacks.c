@@ -394,7 +394,8 @@ static int orphan_connection(int family, unsigned int port)
     }
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (0 != bind(l, (struct sockaddr *) &ss, len) || 0 != listen(l, 1)
-        || 0 != connect(c, (struct sockaddr *) &to, sizeof(to)) || (s = accept(l, NULL, NULL)) < 0) {
+        || 0 != connect(c, (struct sockaddr *) &to, sizeof(to))
+        || (s = accept(l, NULL, NULL)) < 0) {
         perror("victim's connection");
         exit(1);
     }

@@ -78,7 +78,8 @@ static int memfd_size(int fd, const char *name, uint64_t *bytes)
 {
     struct stat st;
 
-    if (0 != strncmp(name, "/memfd:", 7) || fcntl(fd, F_GET_SEALS) < 0 || 0 != fstat(fd, &st) || st.st_size <= 0) {
+    if (0 != strncmp(name, "/memfd:", 7) || fcntl(fd, F_GET_SEALS) < 0 || 0 != fstat(fd, &st)
+        || st.st_size <= 0) {
         return -EBADF;
     }
     *bytes = (uint64_t) st.st_size;

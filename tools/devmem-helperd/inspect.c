@@ -5,8 +5,9 @@
  * /proc/self/fd/N builds it from the file's dentry and never calls into the file); only a
  * descriptor whose name says dmabuf, memfd or socket is asked anything more, and only what
  * that kind answers without a lock its owner can hold: a dmabuf's fdinfo, a memfd's size,
- * a socket's options read locklessly and its entry in the kernel's socket list (sock_diag). An epoll file, a FUSE
- * file, a pipe or a device is refused by its name alone, in constant time.
+ * a socket's options read locklessly and its entry in the kernel's socket list (sock_diag).
+ * An epoll file, a FUSE file, a pipe or a device is refused by its name alone, in constant
+ * time.
  */
 #include "config.h"
 
@@ -142,7 +143,8 @@ static int check_listen_socket(uint64_t netns_cookie, int fd, const char *name,
                               "socket could share its port while it is not listening");
     }
     if (0 != (rc = hd_tcp_each(is_inode, &fi))) {
-        return devmem_err_set(err, -rc, "cannot list the TCP sockets (sock_diag): %s", strerror(-rc));
+        return devmem_err_set(err, -rc, "cannot list the TCP sockets (sock_diag): %s",
+                              strerror(-rc));
     }
     if (!fi.found || HD_TCP_LISTEN != fi.row.state) {
         return devmem_err_set(err, EINVAL, "the socket passed for steering is not listening, "

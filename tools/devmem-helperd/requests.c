@@ -277,9 +277,9 @@ static int foreign_queues(struct helperd *hd, uid_t asker, struct hd_iface *itf,
 
             /* a rule into an RSS context lands on every queue of the context's table */
             if (0 != hd->be->ctx_queues(itf, rules[i].rss_ctx, &theirs, &e)) {
-                hd_log_user(asker, LOG_WARNING, "%s: rule %u steers into RSS context %u, whose queues "
-                       "could not be read (%s): taken as none of the range", itf->name,
-                       rules[i].location, rules[i].rss_ctx, e.msg);
+                hd_log_user(asker, LOG_WARNING, "%s: rule %u steers into RSS context %u, whose "
+                            "queues could not be read (%s): taken as none of the range",
+                            itf->name, rules[i].location, rules[i].rss_ctx, e.msg);
             }
         } else if (rules[i].queue >= itf->pol->qlo && rules[i].queue <= itf->pol->qhi) {
             theirs = 1ull << (rules[i].queue - itf->pol->qlo);
@@ -289,15 +289,16 @@ static int foreign_queues(struct helperd *hd, uid_t asker, struct hd_iface *itf,
         }
         *mask |= theirs;
         if (0 != rules[i].rss_ctx) {
-            hd_log_user(asker, LOG_WARNING, "%s: rule %u steers into RSS context %u (queues %s), and no "
-                   "binding of this helper made it: those queues stay unused until the rule "
-                   "is deleted (ethtool -N %s delete %u)", itf->name, rules[i].location,
-                   rules[i].rss_ctx, queue_list(itf, theirs).s, itf->name, rules[i].location);
+            hd_log_user(asker, LOG_WARNING, "%s: rule %u steers into RSS context %u (queues %s), "
+                        "and no binding of this helper made it: those queues stay unused until "
+                        "the rule is deleted (ethtool -N %s delete %u)", itf->name,
+                        rules[i].location, rules[i].rss_ctx, queue_list(itf, theirs).s,
+                        itf->name, rules[i].location);
         } else {
-            hd_log_user(asker, LOG_WARNING, "%s: rule %u steers to queue %u, and no binding of this helper "
-                   "made it: that queue stays unused until the rule is deleted (ethtool -N %s "
-                   "delete %u)", itf->name, rules[i].location, rules[i].queue, itf->name,
-                   rules[i].location);
+            hd_log_user(asker, LOG_WARNING, "%s: rule %u steers to queue %u, and no binding of "
+                        "this helper made it: that queue stays unused until the rule is deleted "
+                        "(ethtool -N %s delete %u)", itf->name, rules[i].location,
+                        rules[i].queue, itf->name, rules[i].location);
         }
     }
     return 0;
@@ -451,7 +452,8 @@ static int port_taken(const struct devmem_nic_flow *flow, unsigned long mine, ui
     int rc = hd_tcp_each(port_user, &ps);
 
     if (0 != rc) {
-        return devmem_err_set(err, -rc, "cannot list the TCP sockets (sock_diag): %s", strerror(-rc));
+        return devmem_err_set(err, -rc, "cannot list the TCP sockets (sock_diag): %s",
+                              strerror(-rc));
     }
     if (!ps.taken) {
         return 0;
@@ -516,8 +518,8 @@ void hd_binding_release(struct helperd *hd, struct hd_binding *b)
     }
     itf->nbindings--;
     hd_log_user(b->owner->uid, LOG_INFO, "pid %d uid %u: released %s binding %u on %s",
-                (int) b->owner->pid,
-           (unsigned) b->owner->uid, b->rx ? "RX" : "TX", b->id, itf->name);
+                (int) b->owner->pid, (unsigned) b->owner->uid, b->rx ? "RX" : "TX", b->id,
+                itf->name);
     free(b);
     iface_idle(itf);
 }
@@ -676,10 +678,9 @@ int hd_request_bind_rx(struct helperd *hd, struct hd_client *c,
                      req->nqueues, req->sharers, hd->policy.max_queues);
         }
         hd_log_user(c->uid, LOG_INFO, "pid %d uid %u: RX binding %u on %s queues %u-%u, port %u "
-               "steered "
-               "(rule %u%s), %llu bytes%s", (int) c->pid, (unsigned) c->uid, b->id, itf->name,
-               first, first + nqueues - 1, (unsigned) b->port, b->rule_id, ctx,
-               (unsigned long long) bytes, asked);
+                    "steered (rule %u%s), %llu bytes%s", (int) c->pid, (unsigned) c->uid, b->id,
+                    itf->name, first, first + nqueues - 1, (unsigned) b->port, b->rule_id, ctx,
+                    (unsigned long long) bytes, asked);
     }
     return 0;
 fail:
@@ -722,8 +723,8 @@ int hd_request_bind_tx(struct helperd *hd, struct hd_client *c,
     b->bytes = bytes;
     binding_add(c, b);
     reply->binding_id = b->id;
-    hd_log_user(c->uid, LOG_INFO, "pid %d uid %u: TX binding %u on %s, %llu bytes", (int) c->pid,
-           (unsigned) c->uid, b->id, itf->name, (unsigned long long) bytes);
+    hd_log_user(c->uid, LOG_INFO, "pid %d uid %u: TX binding %u on %s, %llu bytes",
+                (int) c->pid, (unsigned) c->uid, b->id, itf->name, (unsigned long long) bytes);
     return 0;
 }
 

@@ -234,8 +234,8 @@ void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why)
         hd_binding_release(hd, b);
         n++;
     }
-    hd_log_user(c->uid, n > 0 ? LOG_INFO : LOG_DEBUG, "pid %d uid %u: connection closed (%s), %u binding(s) "
-           "undone", (int) c->pid, (unsigned) c->uid, why, n);
+    hd_log_user(c->uid, n > 0 ? LOG_INFO : LOG_DEBUG, "pid %d uid %u: connection closed (%s), "
+                "%u binding(s) undone", (int) c->pid, (unsigned) c->uid, why, n);
     close_fds(c);
     /* descriptors still queued in the connection go with its last close */
     hd_close_passed(c->uid, c->fd);
