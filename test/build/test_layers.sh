@@ -40,7 +40,7 @@ layers='
 4 connections: conn endpoint endpoint.h proc
 5 get and put: rdma rdma.h push reg
 6 device flows: devflow devflow_int devflow_int.h devflow_tx devflow_rx devflow_gather devflow_stripe devflow_want rxthread
-7 module and component: module component params progress liveness stats
+7 module and component: module component params progress liveness pml stats
 '
 # the same on one line, ; between the layers (POSIX awk takes no newline in a -v value)
 layer_list=$(echo "$layers" | tr '\n' ';')

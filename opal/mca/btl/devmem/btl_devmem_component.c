@@ -28,6 +28,7 @@
 #include "btl_devmem_helper.h"
 #include "btl_devmem_params.h"
 #include "btl_devmem_liveness.h"
+#include "btl_devmem_pml.h"
 #include "btl_devmem_frag.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
@@ -103,6 +104,7 @@ static void modules_release(void)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     mca_btl_devmem_liveness_stop();
+    mca_btl_devmem_pml_check_stop();
     mca_btl_devmem_devflow_idle_stop();
     mca_btl_devmem_rxthreads_stop(); /* the lanes they served have closed */
     mca_btl_devmem_devflow_fini();
@@ -539,6 +541,7 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         btls[i] = &c->modules[i]->super;
     }
     mca_btl_devmem_liveness_start();
+    mca_btl_devmem_pml_check_start();
 #ifdef DEVMEM_OMPI_COMMON_CUDA
     (void) mca_common_cuda_stage_one_init(); /* it says itself when CUDA is unusable */
     common_cuda_started = true;

@@ -17,6 +17,7 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_frag.h"
+#include "btl_devmem_pml.h"
 #include "btl_devmem_proc.h"
 #include "btl_devmem_rdma.h"
 #include "btl_devmem_reg.h"
@@ -29,6 +30,7 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
     mca_btl_devmem_module_t *m = (mca_btl_devmem_module_t *) btl;
     const opal_proc_t *me = opal_proc_local_get();
 
+    mca_btl_devmem_pml_check_used();
     for (size_t i = 0; i < nprocs; i++) {
         mca_btl_devmem_proc_t *peer;
         int rc;
