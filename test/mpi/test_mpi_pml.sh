@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # A job that names btl devmem but whose PML drives no BTL (pml ucx, which outranks ob1 on a
 # node with a ConnectX NIC) must say so once, during MPI_Init, with the fix; with pml ob1,
-# and where btl devmem was not named, nothing is said. pml ucx is forced onto this machine's
+# and where btl devmem was not named, nothing is said; devmem-check fails naming the PML. pml ucx is forced onto this machine's
 # interfaces (pml_ucx_tls any, pml_ucx_devices any), as a ConnectX NIC would have it chosen.
 set -u
 . "$(dirname "$0")/../lib/testlib.sh"
@@ -39,5 +39,15 @@ if devmem_run_checked "pml ucx, btl devmem not named" pingpong 2 "$limit" \
     grep -q "$said" "$DEVMEM_LAST_OUT" &&
         devmem_step_fail "told although the job never named btl devmem" ||
         devmem_step_ok "btl devmem not named: nothing said"
+fi
+# devmem-check fails, naming the PML, where the launch command forces one that uses no BTL
+check=$DEVMEM_PREFIX/bin/devmem-check
+if [ -x "$check" ]; then
+    devmem_expect_failure "devmem-check under pml ucx" \
+        "devmem-check: FAIL btl_devmem carried none of the check's messages: the job runs on pml ucx, which uses no BTL; run it with --mca pml ob1" \
+        "$limit" devmem_mpirun "$limit" -np 2 "${ucx[@]}" --mca btl_devmem_kernel emulated \
+        "$check" --quick
+else
+    devmem_step_fail "devmem-check is not installed at $check"
 fi
 devmem_finish

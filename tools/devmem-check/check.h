@@ -33,6 +33,7 @@ enum check_counter {
     CNT_TOKENS_RETURNED,
     CNT_PROTO_ERRORS,
     CNT_RX_THREADS,
+    CNT_TX_HOST,
     CNT_N
 };
 /* Open the counters; 0, or -1 when the component's are not there (another BTL runs). */

@@ -24,7 +24,8 @@
 
 static const char *const counter_names[CNT_N] = {
     "btl_devmem_rx_dmabuf", "btl_devmem_tx_devmem", "btl_devmem_tokens_received",
-    "btl_devmem_tokens_returned", "btl_devmem_proto_errors", "btl_devmem_rx_threads"};
+    "btl_devmem_tokens_returned", "btl_devmem_proto_errors", "btl_devmem_rx_threads",
+    "btl_devmem_tx_host"};
 static MPI_T_pvar_session session;
 static MPI_T_pvar_handle handles[CNT_N];
 static int counters_on;

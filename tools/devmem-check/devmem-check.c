@@ -564,7 +564,16 @@ int main(int argc, char **argv)
             "handed out, %llu returned, %llu protocol errors", sum[CNT_RX_DMABUF],
             sum[CNT_TX_DEVMEM], sum[CNT_TOKENS_RECEIVED], sum[CNT_TOKENS_RETURNED],
             sum[CNT_PROTO_ERRORS]);
-        if (!fail && 0 == sum[CNT_RX_DMABUF]) {
+        if (!hbad && 0 == sum[CNT_TX_HOST] + sum[CNT_TX_DEVMEM]) {
+            const char *pml = getenv("OMPI_MCA_pml");
+
+            /* the root cause, whatever step 2 found */
+            fail = 1;
+            snprintf(why, sizeof(why), "btl_devmem carried none of the check's messages: the "
+                     "job runs on pml %s, which uses no BTL; run it with --mca pml ob1 (the "
+                     "check's default where the launch command names no PML)",
+                     NULL != pml ? pml : "other than ob1");
+        } else if (!fail && 0 == sum[CNT_RX_DMABUF]) {
             fail = 1;
             snprintf(why, sizeof(why), "the device path is on but carried nothing: the large "
                      "transfers went by host TCP; look for \"fell back\" lines with "
