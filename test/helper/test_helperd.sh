@@ -10,6 +10,14 @@
 #      (a second helper, allow-group root); and steering rules no binding of this helper made
 #      (DEVMEM_HELPERD_EMUL_STRAYS: one into a queue, one into an RSS context) keep their
 #      queues out of every binding, each named in the log with the command that deletes it
+#   hostile local users (test/unit/helperd_attacks as nobody, beside a user made for the run):
+#      lingering TCP sockets handed over past the descriptor limit, behind a malformed message
+#      and with their own peer; 24,000 passed descriptors, also against a helper with 400;
+#      connections past the cap carrying descriptors; 12 bindings released at once; rules for
+#      ports where another user's connection lives; an epoll file with every watch it can
+#      have; a log flood; more queues than a share; FUSE files whose flush never ends. After
+#      each: the other user served within 1 s, the helper's descriptors, threads and memory
+#      back where they were
 #   3. a validated 2-rank MPI run as user nobody with btl_devmem_kernel emulated and
 #      btl_devmem_mode require, every binding and rule through the helper, tokens balanced;
 #      each rank's pool on 4 RX queues with an RSS context over them; and with a policy of
