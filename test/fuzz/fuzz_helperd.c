@@ -68,7 +68,7 @@ static void setup(void)
               "the network namespace has a cookie");
     close(s);
     hd_log_setup(true, false);
-    hd_closer_init();
+    (void) hd_closer_init();
 }
 
 static int make_fd(unsigned int kind)
@@ -161,7 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static bool ready;
     struct hd_client *c;
-    int sv[2], before;
+    int sv[2], before, turn;
     unsigned int bindings, rules, contexts;
     char drain[8192];
 
@@ -187,7 +187,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         data += 3 + len;
         size -= 3 + len;
-        if (0 != hd_client_readable(&hd, c)) {
+        turn = HD_MSGS_PER_USER;
+        if (0 != hd_client_readable(&hd, c, &turn)) {
             hd_client_drop(&hd, c, "refused");
             c = NULL;
         }

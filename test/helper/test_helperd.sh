@@ -292,6 +292,18 @@ if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nolo
         cat "$T/attack-epoll.out"
     fi
     served "after the epoll file"
+    # requests by the hundreds over many connections: a user's share of the loop is what one
+    # connection would get
+    attack requests request-flood &
+    apid=$!
+    for _ in $(seq 100); do grep -q '^sent' "$T/attack-requests.out" 2>/dev/null && break; sleep 0.1; done
+    served "960 bind requests queued over 60 connections"
+    if wait "$apid"; then
+        devmem_step_ok "960 bind requests over 60 connections, each answered"
+    else
+        devmem_step_fail "the request flood:"
+        cat "$T/attack-requests.out"
+    fi
     before=$(grep -c "uid 65534" "$T/attack.log")
     attack log-flood log-flood || { devmem_step_fail "the log flood:"; cat "$T/attack-log-flood.out"; }
     lines=$(( $(grep -c "uid 65534" "$T/attack.log") - before ))

@@ -23,7 +23,10 @@ if devmem_run_checked "pml ucx with --mca btl devmem,self" pingpong 2 "$limit" \
         grep -q "mpirun --mca pml ob1 --mca btl devmem,self" "$DEVMEM_LAST_OUT" &&
         devmem_step_ok "said once, naming pml ucx and the fix (--mca pml ob1)" ||
         devmem_step_fail "said $n time(s), expected once naming pml ucx and the fix"
-    devmem_expect_stat "$DEVMEM_LAST_OUT" 0 tx_host -eq 0
+    # 4.1 initializes the component, which carries nothing; 5.0 does not even initialize it
+    grep -Eq "btl_devmem stats: rank=[01] tx_host=[1-9]" "$DEVMEM_LAST_OUT" &&
+        devmem_step_fail "btl_devmem carried bytes under pml ucx" ||
+        devmem_step_ok "btl_devmem carried nothing under pml ucx"
 fi
 if devmem_run_checked "pml ob1 with --mca btl devmem,self" pingpong 2 "$limit" \
     devmem_mpirun "$limit" -np 2 --mca pml ob1 --mca btl devmem,self --mca btl_devmem_stats 1 \

@@ -17,6 +17,8 @@
  *   many-bindings  12 RX bindings on one connection, then the connection closes
  *   epoll          an epoll file with up to 100000 watches (as many as RLIMIT_NOFILE allows)
  *                  passed as the dmabuf and as the socket: refused by its name
+ *   request-flood  60 connections with 16 bind requests each queued at once; prints "sent",
+ *                  then checks every one is answered
  *   log-flood      refused binds for 3 s; prints "refusals N"
  *   fuse FILE      80 descriptors of a FUSE file whose flush never ends (test/unit/fuse_stall):
  *                  this user must be turned away while its closes pile up; prints "sent",
@@ -305,6 +307,67 @@ static int attack_epoll(void)
     return check_finish();
 }
 
+/* 60 connections, each with 16 bind requests queued at once (a pipe for the dmabuf, so that
+ * each costs the helper its checks and then a refusal): prints "sent", then reads every
+ * answer. */
+static int attack_request_flood(void)
+{
+    enum { CONNS = 60, EACH = 16 };
+    struct devmem_helper_bind_rx req = {"lo", 1, 0, 0};
+    unsigned char msg[sizeof(struct devmem_helper_hdr) + sizeof(req)];
+    int conn[CONNS], sent[CONNS], pipefd[2], fds[2], answered = 0, total = 0;
+    ssize_t n = devmem_helper_build(msg, sizeof(msg), DEVMEM_HELPER_BIND_RX, 1, &req,
+                                    sizeof(req));
+    struct rlimit rl;
+
+    /* descriptors in flight count against the sender's RLIMIT_NOFILE (ETOOMANYREFS) */
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    if (n <= 0 || 0 != pipe2(pipefd, O_CLOEXEC)) {
+        return 1;
+    }
+    fds[0] = pipefd[0];
+    fds[1] = hdtest_socket(SOCK_STREAM, true, INADDR_LOOPBACK, false);
+    for (int i = 0; i < CONNS; i++) {
+        conn[i] = raw_connect();
+        (void) send_with(conn[i], false, NULL, 0); /* hello */
+        sent[i] = 0;
+        for (int k = 0; k < EACH; k++) {
+            sent[i] += n == devmem_helper_sendmsg(conn[i], msg, (size_t) n, fds, 2, 0);
+        }
+        total += sent[i];
+    }
+    hold_then_exit(0);
+    for (int i = 0; i < CONNS; i++) {
+        struct devmem_helper_msg m;
+        unsigned char buf[4096];
+        size_t have = 0;
+        struct devmem_err e;
+
+        /* the hello's answer, then one refusal per request */
+        for (int got = 0; got < 1 + sent[i];) {
+            ssize_t used = devmem_helper_parse(buf, have, 0, &m, &e), r;
+
+            if (used > 0) {
+                memmove(buf, buf + used, have - (size_t) used);
+                have -= (size_t) used;
+                answered += DEVMEM_HELPER_ERROR == m.type;
+                got++;
+                continue;
+            }
+            if (used < 0 || (r = recv(conn[i], buf + have, sizeof(buf) - have, 0)) <= 0) {
+                break;
+            }
+            have += (size_t) r;
+        }
+        close(conn[i]);
+    }
+    CHECK(CONNS * EACH == total && total == answered, "%d bind requests over %d connections, "
+          "%d sent: %d refused, each answered", CONNS * EACH, CONNS, total, answered);
+    return check_finish();
+}
+
 static int attack_log_flood(void)
 {
     struct devmem_helper_client *c;
@@ -497,6 +560,8 @@ int main(int argc, char **argv)
         return attack_many_bindings();
     } else if (0 == strcmp(argv[2], "epoll")) {
         return attack_epoll();
+    } else if (0 == strcmp(argv[2], "request-flood")) {
+        return attack_request_flood();
     } else if (0 == strcmp(argv[2], "log-flood")) {
         return attack_log_flood();
     } else if (argc > 3 && 0 == strcmp(argv[2], "fuse")) {

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ struct closer_thread {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int wakeup_fd = -1; /* the loop's: a user's closes drained below the backlog */
 static struct closer_user *users;
 static struct closer_thread *threads;
 static unsigned long long closed_total, nudges_total;
@@ -52,7 +54,7 @@ static void nudged(int sig)
     (void) sig; /* its delivery is the point: the wait it interrupts returns */
 }
 
-void hd_closer_init(void)
+int hd_closer_init(void)
 {
     struct sigaction sa;
 
@@ -60,6 +62,8 @@ void hd_closer_init(void)
     sa.sa_handler = nudged;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL); /* no SA_RESTART */
+    wakeup_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return wakeup_fd;
 }
 
 /* uid's record; a new one when create (NULL when out of memory or absent). Under lock. */
@@ -116,7 +120,10 @@ static void *closer_main(void *arg)
         }
         fd = u->fds[u->head];
         u->head = (u->head + 1) % u->cap;
-        u->n--;
+        if (HD_CLOSE_BACKLOG == u->n-- && wakeup_fd >= 0) {
+            uint64_t one = 1; /* this user may be read again: the loop may be asleep */
+            (void) !write(wakeup_fd, &one, sizeof(one));
+        }
         u->busy++;
         me->since_ms = me->nudged_ms = hd_now_ms();
         pthread_mutex_unlock(&lock);

@@ -259,8 +259,11 @@ const char *hd_tcp_state_name(unsigned int st);
 
 /* ------------------------------------------------------------------ closer.c */
 
-/* Once, before any close: the signal that interrupts a close that lasts. */
-void hd_closer_init(void);
+/* Once, before any close: the signal that interrupts a close that lasts. Returns a
+ * descriptor for the loop to poll: readable when a user's closes drained enough for it to be
+ * read again (read it to reset); -1 when none could be made (the loop then looks every 100 ms
+ * while closes run). */
+int hd_closer_init(void);
 /* Close fd, which uid passed (or uid's connection), in one of uid's closing threads. */
 void hd_close_passed(uid_t uid, int fd);
 /* About every HD_CLOSE_NUDGE_MS: interrupt closes that last. */
@@ -289,9 +292,11 @@ struct helperd {
 
 /* serve.c */
 void hd_client_accept(struct helperd *hd, int cfd);
-/* Read what the client sent and answer every whole message; 0, or -1 when it is gone.
- * Stops early while the user's closes pile up or the helper lacks descriptors for more. */
-int hd_client_readable(struct helperd *hd, struct hd_client *c);
+/* Read what the client sent and answer whole messages, at most *turn of them (counted down:
+ * one user's share of a wakeup, over all its connections); 0, or -1 when it is gone. Stops
+ * early while the user's closes pile up or the helper lacks descriptors for more. */
+#define HD_MSGS_PER_USER 16 /* messages one user's connections are answered per wakeup */
+int hd_client_readable(struct helperd *hd, struct hd_client *c, int *turn);
 /* Whether the helper has room under RLIMIT_NOFILE for every descriptor a message can carry. */
 bool hd_fds_room(const struct helperd *hd);
 /* Undo everything the client holds, close it, free it. */

@@ -161,24 +161,44 @@ static void accept_all(struct helperd *hd, int lfd)
     }
 }
 
+/* What each user may still have answered in this wakeup, over all its connections: a user
+ * with many connections gets no more of the loop than one with a single connection. turns
+ * has a slot for every client. */
+struct turn {
+    uid_t uid;
+    int left;
+};
+
+static int *turn_of(struct turn *turns, size_t *n, uid_t uid)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (turns[i].uid == uid) {
+            return &turns[i].left;
+        }
+    }
+    turns[*n] = (struct turn){uid, HD_MSGS_PER_USER};
+    return &turns[(*n)++].left;
+}
+
 /* One poll slot: a client connection, or the held listening socket of a binding. */
 struct slot {
     struct hd_client *client;
     struct hd_binding *binding;
 };
 
-static int serve(struct helperd *hd, int lfd, int sfd)
+static int serve(struct helperd *hd, int lfd, int sfd, int wfd)
 {
     struct pollfd *pfd = NULL;
     struct slot *who = NULL;
-    size_t cap = 0;
+    struct turn *turns = NULL;
+    size_t cap = 0, nturns;
     long last_recheck = 0, room_complaint = -60000;
     int rc = 0;
 
     for (;;) {
         struct hd_closer_counts closing;
         bool room;
-        size_t n = 2, want = 2 + hd->nclients;
+        size_t n = 3, want = 3 + hd->nclients;
         int r;
 
         for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
@@ -190,7 +210,8 @@ static int serve(struct helperd *hd, int lfd, int sfd)
             cap = want + 64;
             pfd = realloc(pfd, cap * sizeof(*pfd));
             who = realloc(who, cap * sizeof(*who));
-            if (NULL == pfd || NULL == who) {
+            turns = realloc(turns, cap * sizeof(*turns));
+            if (NULL == pfd || NULL == who || NULL == turns) {
                 hd_log(LOG_ERR, "out of memory");
                 rc = 1;
                 break;
@@ -206,6 +227,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
         /* a negative fd is skipped by poll: accepting is paused */
         pfd[1] = (struct pollfd){.fd = !room || hd_now_ms() < accept_paused_until ? -1 : lfd,
                                  .events = POLLIN};
+        pfd[2] = (struct pollfd){.fd = wfd, .events = POLLIN}; /* a user may be read again */
         /* held sockets first: releasing a binding frees nothing a later slot points to,
          * while dropping a client frees its bindings */
         for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
@@ -219,11 +241,11 @@ static int serve(struct helperd *hd, int lfd, int sfd)
             }
         }
         for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
-            /* a user whose descriptors are still being closed sends no more for now */
-            if (room && !hd_closer_backlogged(c->uid)) {
-                who[n] = (struct slot){c, NULL};
-                pfd[n++] = (struct pollfd){.fd = c->fd, .events = POLLIN};
-            }
+            /* a user whose descriptors are still being closed sends no more for now, nor does
+             * anyone while descriptors are short; a hang-up is noticed all the same */
+            who[n] = (struct slot){c, NULL};
+            pfd[n++] = (struct pollfd){.fd = c->fd, .events = room && !hd_closer_backlogged(c->uid)
+                                                                 ? POLLIN : 0};
         }
         hd_closer_counts(&closing);
         r = poll(pfd, n, hd_now_ms() < accept_paused_until || 0 != closing.threads ? 100 : 1000);
@@ -239,13 +261,22 @@ static int serve(struct helperd *hd, int lfd, int sfd)
                 break;
             }
         }
-        for (size_t i = 2; r > 0 && i < n; i++) {
+        if (r > 0 && (pfd[2].revents & POLLIN)) {
+            uint64_t drained;
+            (void) !read(wfd, &drained, sizeof(drained));
+        }
+        nturns = 0;
+        for (size_t i = 3; r > 0 && i < n; i++) {
             if (0 == pfd[i].revents) {
                 continue;
             }
             if (NULL != who[i].binding) {
                 hd_binding_lost(hd, who[i].binding, "its socket was shut down or closed");
-            } else if (0 != hd_client_readable(hd, who[i].client)) {
+            } else if (!(pfd[i].events & POLLIN)) {
+                /* gone while not read: what it still had queued goes with it, unread */
+                hd_client_drop(hd, who[i].client, "closed by the client");
+            } else if (0 != hd_client_readable(hd, who[i].client,
+                                               turn_of(turns, &nturns, who[i].client->uid))) {
                 hd_client_drop(hd, who[i].client, who[i].client->closing
                                                       ? "refused" : "closed by the client");
             }
@@ -268,6 +299,7 @@ static int serve(struct helperd *hd, int lfd, int sfd)
     hd_closer_drain(2000);
     free(pfd);
     free(who);
+    free(turns);
     return rc;
 }
 
@@ -320,7 +352,7 @@ int main(int argc, char **argv)
     bool foreground = false, status = false, check = false, verbose = false;
     struct devmem_err e;
     sigset_t mask;
-    int o, lfd, sfd, rc;
+    int o, lfd, sfd, wfd, rc;
 
     while (-1 != (o = getopt_long(argc, argv, "", opts, NULL))) {
         switch (o) {
@@ -377,7 +409,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
-    hd_closer_init();
+    wfd = hd_closer_init();
     {
         sigset_t usr1;
         sigemptyset(&usr1);
@@ -408,7 +440,7 @@ int main(int argc, char **argv)
            hd.be->name, '\0' != hd.policy.path[0] ? hd.policy.path : "built-in defaults",
            hd.policy.nifaces);
     hd_ifaces_check(&hd);
-    rc = serve(&hd, lfd, sfd);
+    rc = serve(&hd, lfd, sfd, wfd);
     close(lfd);
     unlink(path);
     hd_log(LOG_NOTICE, "stopped: served %llu, refused %llu", (unsigned long long) hd.served,

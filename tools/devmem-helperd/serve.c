@@ -25,7 +25,6 @@
 
 #define HD_HELLO_MS 5000     /* a connection must say hello within this */
 #define HD_MESSAGE_MS 2000   /* and finish a message it has begun within this */
-#define HD_MSGS_PER_WAKEUP 16 /* then the others get their turn */
 /* Room for every descriptor one message can carry (the kernel's SCM_MAX_FD): a descriptor
  * that does not fit is closed by the kernel in the reading thread, and its close can wait
  * as long as its owner likes. More than a message takes are refused, each closed by
@@ -298,17 +297,21 @@ static int take_fds(struct hd_client *c, struct msghdr *msg, bool at_start,
     return rc;
 }
 
-/* Descriptors the helper may hold at most: its own few, per connection the socket and a
- * message's two, per binding the held socket and the backend's netlink socket, and what is
- * queued for closing. */
+/* Descriptors the helper holds, at most: its own few, per connection the socket and those of
+ * the message being read, per binding the held socket and the backend's netlink socket, and
+ * what is queued for closing. */
 static size_t fds_held(const struct helperd *hd)
 {
     struct hd_closer_counts cc;
     unsigned int bindings, rules, contexts;
+    size_t n = 32;
 
+    for (const struct hd_client *c = hd->clients; NULL != c; c = c->next) {
+        n += 1 + c->nfds;
+    }
     hd_closer_counts(&cc);
     hd_status_counts(hd, &bindings, &rules, &contexts);
-    return 32 + 3 * (size_t) hd->nclients + 2 * (size_t) bindings + cc.queued + cc.closing;
+    return n + 2 * (size_t) bindings + cc.queued + cc.closing;
 }
 
 bool hd_fds_room(const struct helperd *hd)
@@ -321,10 +324,9 @@ bool hd_fds_room(const struct helperd *hd)
            || fds_held(hd) + HD_FDS_READ < rl.rlim_cur;
 }
 
-int hd_client_readable(struct helperd *hd, struct hd_client *c)
+int hd_client_readable(struct helperd *hd, struct hd_client *c, int *turn)
 {
-    for (int handled = 0; handled < HD_MSGS_PER_WAKEUP && !c->closing
-                          && !hd_closer_backlogged(c->uid) && hd_fds_room(hd);) {
+    while (*turn > 0 && !c->closing && !hd_closer_backlogged(c->uid) && hd_fds_room(hd)) {
         union {
             char buf[CMSG_SPACE(sizeof(int) * HD_FDS_READ)];
             struct cmsghdr align;
@@ -379,7 +381,7 @@ int hd_client_readable(struct helperd *hd, struct hd_client *c)
             continue;
         }
         handle(hd, c, &m);
-        handled++;
+        (*turn)--;
         close_fds(c);
         c->have = c->need = 0;
     }

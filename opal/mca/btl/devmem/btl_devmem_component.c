@@ -96,6 +96,8 @@ static int component_open(void)
     OBJ_CONSTRUCT(&c->procs, opal_proc_table_t);
     opal_proc_table_init(&c->procs, 16, 256);
     OBJ_CONSTRUCT(&c->pending_accepts, opal_list_t);
+    /* at open, not init: Open MPI 5 initializes BTLs only for a PML that uses them */
+    mca_btl_devmem_pml_check_start();
     return OPAL_SUCCESS;
 }
 
@@ -104,7 +106,6 @@ static void modules_release(void)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
     mca_btl_devmem_liveness_stop();
-    mca_btl_devmem_pml_check_stop();
     mca_btl_devmem_devflow_idle_stop();
     mca_btl_devmem_rxthreads_stop(); /* the lanes they served have closed */
     mca_btl_devmem_devflow_fini();
@@ -138,6 +139,7 @@ static int component_close(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
 
+    mca_btl_devmem_pml_check_stop();
     mca_btl_devmem_dispatch_lock();
     mca_btl_devmem_held_drop_all(&c->pending_accepts);
     if (c->stats_enabled && c->num_modules > 0) {
@@ -541,7 +543,6 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         btls[i] = &c->modules[i]->super;
     }
     mca_btl_devmem_liveness_start();
-    mca_btl_devmem_pml_check_start();
 #ifdef DEVMEM_OMPI_COMMON_CUDA
     (void) mca_common_cuda_stage_one_init(); /* it says itself when CUDA is unusable */
     common_cuda_started = true;

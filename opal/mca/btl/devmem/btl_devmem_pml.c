@@ -4,7 +4,8 @@
  * component; ucx and cm (MTLs) do not, and they outrank ob1 where their hardware is (pml ucx
  * on a node with a ConnectX NIC). Open MPI chooses the PML after the BTLs are initialized and
  * does not say which: a job that named btl devmem would run over something else in silence,
- * its stats at 0 bytes. So once the PML is chosen (a timer, which fires from the progress
+ * its stats at 0 bytes (Open MPI 4.1) or the component never even initialized (5.0). So from
+ * the component's open on, once the PML is chosen (a timer, which fires from the progress
  * MPI_Init makes while it exchanges addresses), rank 0 of a job whose PML drives no BTL and
  * that named btl devmem says so once, with the fix. The PML is an Open MPI layer above this
  * one: its name is read from libmpi's selected component, looked up at run time, and nothing
@@ -86,7 +87,8 @@ void mca_btl_devmem_pml_check_start(void)
 {
     struct timeval now = {0, 0};
 
-    if (armed || used) {
+    /* tools that open components without the event library (ompi_info) have no base */
+    if (armed || used || NULL == opal_sync_event_base) {
         return;
     }
     opal_event_evtimer_set(opal_sync_event_base, &timer, look, NULL);

@@ -9,7 +9,7 @@
 
 BEGIN_C_DECLS
 
-/* At component init, before Open MPI chooses its PML: look once it has (a timer). */
+/* At component open, before Open MPI chooses its PML: look once it has (a timer). */
 void mca_btl_devmem_pml_check_start(void);
 /* The PML asked for peers (add_procs): it drives BTLs, nothing to say. */
 void mca_btl_devmem_pml_check_used(void);
