@@ -99,7 +99,7 @@ edit by hand (the check compares this table with the component). Set a parameter
 values in force.
 
 Level is Open MPI's info level: 1-3 for users, 4-6 for tuning, 7-9 for developers and tests.
-The parameters users set are listed in the README's "Running"; tuning.md says why each
+The parameters users set are listed in the README's "First run"; tuning.md says why each
 heuristic is kept.
 
 $((n_ours + n_base)) parameters: $n_ours of btl_devmem below, and $n_base that every BTL registers in Open

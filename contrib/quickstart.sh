@@ -20,10 +20,13 @@ cd "$here"
 build=${DEVMEM_BUILD:-$here/build}
 prefix=$build/install
 
-packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake clang
-          libtool pkg-config make gcc iproute2 netpipe-openmpi procps valgrind xz-utils
-          libclang-rt-dev llvm environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term
-          tcl nftables slurmctld slurmd slurm-client munge)
+# What the build and the demo need; the check adds what its tests drive (namespaces, Slurm,
+# modules, valgrind, the fuzzers, the Debian 13 root).
+packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf automake
+          libtool pkg-config make gcc procps)
+check_packages=(clang iproute2 netpipe-openmpi valgrind xz-utils libclang-rt-dev llvm
+                environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term tcl
+                nftables slurmctld slurmd slurm-client munge)
 
 install_deps() {
     local missing=()
@@ -232,7 +235,7 @@ check() {
 cmd=${1:-demo}
 case "$cmd" in
     demo)  quietly install install_deps; quietly build build_all; demo ;;
-    check) quietly install install_deps; quietly build build_all; check ;;
-    build) install_deps; build_all ;;
+    check) packages+=("${check_packages[@]}"); quietly install install_deps; quietly build build_all; check ;;
+    build) packages+=("${check_packages[@]}"); install_deps; build_all ;;
     *) echo "usage: $0 demo|check|build" >&2; exit 2 ;;
 esac
