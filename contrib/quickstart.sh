@@ -158,7 +158,7 @@ demo() {
             if (st["devmem_modules"] + 0 > 0)
                 printf "  device path: on for %d interface(s)\n", st["devmem_modules"]
             else
-                printf "  device path: off here (no devmem-capable NIC; devmem-probe says why, see README)\n"
+                printf "  device path: off here (no devmem-capable NIC; devmem-probe says why, doc/first-run.md what to do)\n"
         }
     }' "$res"
     rm -f "$out" "$res"

@@ -13,7 +13,8 @@
 #   DEVMEM_TEST_BTL       BTL list of the MPI tests (default devmem,self; e.g. tcp,self)
 #   DEVMEM_TEST_MCA       extra mpirun arguments of the MPI tests
 #   DEVMEM_UNIT_TIMEOUT   seconds per unit test (default 120)
-#   DEVMEM_TEST_TIMEOUT   seconds per test script (default 300)
+#   DEVMEM_TEST_TIMEOUT   seconds per test script (default 300; a script that needs more says
+#                         so in a line "# run-tests: timeout SECONDS" near its top)
 #   DEVMEM_TEST_TAIL      lines of a failed test's log to print (default 40; failure-looking
 #                         lines above them are printed too, marked "!")
 #   DEVMEM_COMPONENT_FROM_OMPI
@@ -101,6 +102,8 @@ for t in "${tests[@]}"; do
         dir=$(dirname "$path")
     else
         limit=$script_timeout
+        own=$(head -n 5 "$path" | sed -n 's/^# run-tests: timeout \([0-9][0-9]*\)$/\1/p')
+        [ -n "$own" ] && [ -z "${DEVMEM_TEST_TIMEOUT:-}" ] && limit=$own
         cmd=(bash "$path")
         dir=$DEVMEM_BUILD
     fi

@@ -43,6 +43,9 @@ want="$prefix/lib/openmpi:$ompi_default"
     fail "load: OMPI_MCA_mca_base_component_path is '${OMPI_MCA_mca_base_component_path-}', want '$want'"
 [ "$(command -v devmem-probe)" = "$prefix/bin/devmem-probe" ] && ok "load: devmem-probe on PATH" ||
     fail "load: devmem-probe is '$(command -v devmem-probe)'"
+# the admin's `devmem-helperd --status` after `module load`, as first-run.md has it
+[ "$(command -v devmem-helperd)" = "$prefix/sbin/devmem-helperd" ] && ok "load: devmem-helperd on PATH" ||
+    fail "load: devmem-helperd is '$(command -v devmem-helperd)'"
 case ":${MANPATH-}:" in
     *":$prefix/share/man:"*) [ -f "$prefix/share/man/man1/devmem-probe.1" ] &&
         ok "load: MANPATH has devmem-probe(1)" || fail "load: devmem-probe.1 not installed" ;;

@@ -11,7 +11,10 @@
 # is the second half: already inside the namespaces, set the hostname and exec PROGRAM.
 #
 # The map from host names to namespaces comes from the environment (set by netns.sh and
-# inherited through mpirun): DEVMEM_NETNS_HOSTS="host1=netns1 host2=netns2".
+# inherited through mpirun): DEVMEM_NETNS_HOSTS="host1=netns1 host2=netns2". A host's own
+# directories, e.g. its /run/devmem-helperd, come from DEVMEM_NETNS_BINDS="host:SRC:DST ...":
+# SRC is bind-mounted on DST in the command's mount namespace (ip netns exec makes one each
+# time, so nothing leaks to the other host).
 set -u
 
 die() {
@@ -23,6 +26,12 @@ if [ "${1:-}" = "--enter" ]; then
     [ $# -ge 3 ] || die "usage: $0 --enter HOSTNAME PROGRAM [ARGS...]"
     host=$2
     shift 2
+    for bind in ${DEVMEM_NETNS_BINDS:-}; do
+        IFS=: read -r bhost src dst <<<"$bind"
+        if [ "$bhost" = "$host" ]; then
+            mount --bind "$src" "$dst" || die "cannot bind $src on $dst for $host"
+        fi
+    done
     # inside `unshare --uts`: this changes only our own UTS namespace
     if command -v hostname >/dev/null 2>&1; then
         hostname "$host" || die "cannot set hostname $host"

@@ -36,17 +36,18 @@
 #
 # Names are unique per run (the shell's pid): namespaces devmem-<pid>-a/-b, link dmv<pid> (the
 # same name at both ends, so that one *_if_include value fits both hosts), hostnames
-# dmnode-<pid>-a/-b. Addresses: 198.51.100.1 and .2/24 (TEST-NET-2; the host's eth0 uses
+# dmnode-<pid>-a/-b; a test may set NETNS_LINK, NETNS_HOST_A and NETNS_HOST_B before sourcing
+# this file (the documentation's commands run on hosts A and B with eth1). Addresses: 198.51.100.1 and .2/24 (TEST-NET-2; the host's eth0 uses
 # TEST-NET-1, 192.0.2.0/24). Traffic goes only between these two namespaces.
 
 NETNS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NETNS_AGENT=$NETNS_DIR/netns-agent.sh
 NETNS_A=devmem-$$-a
 NETNS_B=devmem-$$-b
-NETNS_LINK=dmv$$
+NETNS_LINK=${NETNS_LINK:-dmv$$}
 NETNS_LINK=${NETNS_LINK:0:15}
-NETNS_HOST_A=dmnode-$$-a
-NETNS_HOST_B=dmnode-$$-b
+NETNS_HOST_A=${NETNS_HOST_A:-dmnode-$$-a}
+NETNS_HOST_B=${NETNS_HOST_B:-dmnode-$$-b}
 NETNS_ADDR_A=198.51.100.1
 NETNS_ADDR_B=198.51.100.2
 NETNS_PREFIXLEN=24

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # btl_devmem where clusters launch jobs: a Slurm cluster of two nodes (test/slurm/slurm.sh:
 # munge, slurmctld and two slurmd in the two namespaced hosts), devmem-helperd on each node
-# as a site runs it, and a batch script that loads the installed modulefile and runs
-#   (a) srun --mpi=pmix, 2 ranks a node, and
+# as a site runs it, and the batch script of doc/admin-guide.md's Slurm section, as written
+# (its block marked "slurm batch script"), which loads the installed modulefile and runs
+#   (a) srun --mpi=pmix ./app (the pingpong program), 2 ranks a node; after it the test's own
+#       lines run
 #   (b) mpirun inside the allocation, 2 ranks a node,
 #   (c) devmem-check --launch with srun, one rank a node: it must PASS between the two nodes
 #       and put its table beside btl/tcp's and other lanes' and threads' (6 more steps),
@@ -13,6 +15,7 @@
 # or RSS context.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+NETNS_LINK=eth1 # the page's devmem NIC
 . "$here/../lib/testlib.sh"
 . "$here/../net/netns.sh"
 . "$here/slurm.sh"
@@ -27,27 +30,42 @@ trap 'slurm_cleanup; _netns_exit' EXIT
 slurm_setup "interface lo queues 1-4" "interface $NETNS_LINK queues 1-4" "allow-group root" \
     "max-bytes 1G" || devmem_finish
 
-# the job's environment: what a user's batch script sets
-cat >"$SLURM_T/job.sh" <<JOB
-#!/bin/bash
+# The job: the page's batch script, with what the test bed needs set before its commands (the
+# site's module path, the emulated kernel and the helper's socket, root, the device path
+# required and the stats, so that the checks below can see it), then the test's own legs.
+awk -v out="$SLURM_T" -v page=doc/admin-guide.md -v first=1 -f "$here/../lib/doc-blocks.awk" \
+    "$DEVMEM_SRC/doc/admin-guide.md"
+k=$(awk -F'\t' '$4 == "slurm batch script" { print $1; exit }' "$SLURM_T/index")
+page=$SLURM_T/block-${k:-none}.sh
+if [ -z "$k" ] || ! grep -q '^srun ' "$page"; then
+    devmem_step_fail "doc/admin-guide.md has no block marked 'slurm batch script' with an srun line"
+    devmem_finish
+fi
+mkdir -p "$SLURM_T/work" && cp "$DEVMEM_MPI_BIN/pingpong" "$SLURM_T/work/app"
+{
+    sed -n '1,/^#SBATCH/p' "$page"
+    cat <<JOB
 set -e
 if [ -r /usr/share/modules/init/bash ]; then . /usr/share/modules/init/bash; else . /usr/share/lmod/lmod/init/bash; fi
 module use $DEVMEM_PREFIX/share/modulefiles
-module load btl_devmem
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl=devmem,self OMPI_MCA_pml=ob1 OMPI_MCA_btl_devmem_if_include=$NETNS_LINK
 export OMPI_MCA_btl_devmem_kernel=emulated OMPI_MCA_btl_devmem_mode=require
 export OMPI_MCA_btl_devmem_helper=/run/devmem-helperd/helperd.sock OMPI_MCA_btl_devmem_stats=1
 echo "== srun"
-srun --mpi=pmix $DEVMEM_MPI_BIN/pingpong -m 16M
+JOB
+    sed '1,/^#SBATCH/d' "$page"
+    cat <<JOB
 echo "== mpirun"
 mpirun --mca oob_tcp_if_include $NETNS_LINK --mca btl_devmem_verbose 1 $DEVMEM_MPI_BIN/pingpong -m 16M
 echo "== devmem-check"
 devmem-check --launch "srun --mpi=pmix -n 2 --ntasks-per-node 1" --quick
 JOB
+} >"$SLURM_T/job.sh"
+echo "---- the job (doc/admin-guide.md's batch script, between the test bed's lines):"
+sed 's/^/    /' "$SLURM_T/job.sh"
 out=$SLURM_T/job.out
-echo "---- sbatch -N 2 --ntasks-per-node 2: srun --mpi=pmix, then mpirun"
-jobid=$(slurm_cmd sbatch --parsable -N 2 --ntasks-per-node 2 -o "$out" "$SLURM_T/job.sh")
+echo "---- sbatch (the page's #SBATCH lines): srun --mpi=pmix ./app, then mpirun"
+jobid=$(slurm_cmd sbatch --parsable -D "$SLURM_T/work" -o "$out" "$SLURM_T/job.sh")
 wait_gone() { # JOBID SECONDS
     for _ in $(seq $(($2 * 5))); do
         [ -z "$(slurm_cmd squeue -h -j "$1" -o %T 2>/dev/null)" ] && return 0
@@ -100,7 +118,9 @@ fi
 # scancel of a running step: no rank left, nothing left in either helper
 cat >"$SLURM_T/soak.sh" <<JOB
 #!/bin/bash
-$(sed -n '2,/^echo "== srun"/p' "$SLURM_T/job.sh" | sed '$d')
+$(sed -n '2,/^echo "== srun"/p' "$SLURM_T/job.sh" | sed -e '$d' -e '/^#SBATCH/d')
+module load btl_devmem
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=devmem,self OMPI_MCA_btl_devmem_if_include=$NETNS_LINK
 srun --mpi=pmix $DEVMEM_MPI_BIN/soak -t 120 -m 1M
 JOB
 echo "---- a soak step, cancelled once its bindings are made"

@@ -222,6 +222,32 @@ static int if_address(const char *ifname, char *out, size_t len)
     return found ? 0 : -1;
 }
 
+/* paths without its loopback interfaces: between two hosts they carry nothing, and a check
+ * that judged lo's device path (never on with the real kernel) would fail every pair of nodes. */
+static char *between_hosts(const char *paths)
+{
+    struct ifaddrs *all = NULL;
+    struct text out = {0};
+
+    (void) getifaddrs(&all);
+    for (const char *l = paths; NULL != l && '\0' != *l; l = next_line(l)) {
+        size_t n = name_len(l), len = strcspn(l, "\n");
+        bool lo = false;
+
+        for (struct ifaddrs *a = all; NULL != a && !lo; a = a->ifa_next) {
+            lo = strlen(a->ifa_name) == n && 0 == strncmp(a->ifa_name, l, n)
+                 && 0 != (a->ifa_flags & IFF_LOOPBACK);
+        }
+        if (!lo) {
+            text_printf(&out, "%.*s\n", (int) len, l);
+        }
+    }
+    if (NULL != all) {
+        freeifaddrs(all);
+    }
+    return NULL != out.s ? out.s : strdup("");
+}
+
 /* The first interface of paths that is on (or the first at all), into name. */
 static void first_if(const char *paths, char *name, size_t len)
 {
@@ -391,10 +417,11 @@ int main(int argc, char **argv)
 {
     const char *report_path = NULL;
     struct text probe = {0}, mine = {0};
-    char host[256] = "", *paths, *paths1, *facts1, *host1, why[512] = "", ifname[IF_NAMESIZE + 1];
+    char host[256] = "", *paths, *used, *paths1, *facts1, *host1, why[512] = "";
+    char ifname[IF_NAMESIZE + 1];
     char addr[INET6_ADDRSTRLEN] = "", *addr1, gpu_why[256] = "", *lanes, *threads, twhy[256];
     unsigned long long before[CNT_N], after[CNT_N], sum[CNT_N];
-    int quick = 0, size, fail = 0, have_counters, gpu_ok, gpus, hbad, tprov;
+    int quick = 0, size, fail = 0, have_counters, gpu_ok, gpus, hbad, tprov, apart;
     int table_only = 0;
     const char *launch = NULL;
     struct utsname un;
@@ -453,7 +480,11 @@ int main(int argc, char **argv)
     if (NULL == paths) {
         paths = strdup("");
     }
-    first_if(paths, ifname, sizeof(ifname));
+    host1 = from_rank1(host);
+    apart = 0 == my_rank && NULL != host1 && 0 != strcmp(host, host1);
+    MPI_Bcast(&apart, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    used = apart ? between_hosts(paths) : strdup(paths);
+    first_if(used, ifname, sizeof(ifname));
     (void) if_address(ifname, addr, sizeof(addr));
 
     /* 1. facts, each host's in turn */
@@ -463,8 +494,7 @@ int main(int argc, char **argv)
     text_printf(&mine, "devmem-probe, for those interfaces:\n");
     probe_for(&probe, paths, &mine);
     facts1 = from_rank1(mine.s);
-    paths1 = from_rank1(paths);
-    host1 = from_rank1(host);
+    paths1 = from_rank1(used);
     addr1 = from_rank1(addr);
     say("devmem-check: %s and %s", host, 0 == my_rank ? host1 : "");
     say("==== rank 0 ====\n%s==== rank 1 ====\n%s====", mine.s, 0 == my_rank ? facts1 : "");
@@ -497,7 +527,7 @@ int main(int argc, char **argv)
         if (!have_counters) {
             snprintf(why, sizeof(why), "btl_devmem is not in this job (its counters are "
                      "missing): run with --mca btl devmem,self");
-        } else if (NULL != (o = first_off(paths, off, sizeof(off)))) {
+        } else if (NULL != (o = first_off(used, off, sizeof(off)))) {
             snprintf(why, sizeof(why), "device path off on %s %s; %s", host, o, remedy(o));
         } else if (NULL != (o = first_off(paths1, off, sizeof(off)))) {
             snprintf(why, sizeof(why), "device path off on %s %s; %s", host1, o, remedy(o));
@@ -633,6 +663,7 @@ int main(int argc, char **argv)
     counters_close();
     (void) MPI_T_finalize();
     free(paths);
+    free(used);
     free(lanes);
     free(threads);
     free(facts1);

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run-tests: timeout 900
+# The pages a site follows on its first day, run as written: every ```sh block of the README and
+# doc/first-run.md, and of the admin guide's module, helper and Slurm sections, carries a mark
+# saying where it runs, and runs there on two namespaced hosts named A and B joined by eth1:
+#
+#   <!-- doc-test: on A -->                      on host A as root (on A,B: on each)
+#   <!-- doc-test: on A as alice -->             as the user alice
+#   <!-- doc-test: on A in the source tree, Open MPI 4 -->
+#                                                in a fresh copy of the source tree, with that
+#                                                Open MPI series only (the install)
+#   <!-- doc-test: slurm batch script -->        run by test/slurm/test_slurm.sh as the job
+#   <!-- doc-test: not run: REASON -->           listed, not run (a GPU, an allocation)
+#
+# A block without a mark there fails, as does any command of a block (bash -e -o pipefail).
+# Each host and user keeps a session, as a terminal would: what a block exports and its
+# working directory carry on to the next. The pages run one after the other on the same
+# install (/opt/btl_devmem, as the README builds it), each on fresh hosts: /etc, /home and the
+# helpers' /run are the test's own (a private mount namespace), users alice and the group
+# devmem exist only there.
+#
+# What differs from a site, all set outside the pages' commands: the kernel is the emulated
+# one (btl_devmem_kernel=emulated, and --kernel emulated appended to the helper's command
+# line; ranks are then pointed at the helper's socket, which `auto` only uses on the real
+# kernel); systemd is a stand-in that runs a unit's ExecStart with its RuntimeDirectory and
+# LimitNOFILE (`systemctl enable --now UNIT` only); mpirun reaches host B through
+# test/net/netns-agent.sh instead of ssh, its own traffic on eth1, oversubscribed, unbound;
+# ./app is the pingpong test program (every byte checked).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ -z "${DOC_TEST_MOUNTNS:-}" ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (namespaces, users, mounts)"; exit 77; }
+    command -v unshare >/dev/null || { echo "SKIP: no unshare (util-linux)"; exit 77; }
+    # /etc, /opt, /home of our own: nothing a page writes there outlives the test
+    DOC_TEST_MOUNTNS=1 exec unshare --mount --propagation private bash "$0" "$@"
+fi
+
+NETNS_HOST_A=A NETNS_HOST_B=B NETNS_LINK=eth1
+. "$here/../lib/testlib.sh"
+. "$here/../net/netns.sh"
+
+[ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "the pages run btl_devmem (btl: $DEVMEM_TEST_BTL)"
+devmem_require_programs pingpong
+for c in useradd groupadd runuser prlimit setsid; do
+    command -v "$c" >/dev/null || devmem_skip "'$c' not found"
+done
+major=$(ompi_info --parsable --version ompi 2>/dev/null | sed -n 's/^ompi:version:full:\([0-9]*\).*/\1/p')
+[ -n "$major" ] || major=$(ompi_info 2>/dev/null | sed -n 's/^ *Open MPI: \([0-9]*\).*/\1/p' | head -n 1)
+[ -n "$major" ] || devmem_skip "cannot tell the Open MPI version (ompi_info)"
+
+T=$DEVMEM_TEST_TMP
+blocks=$T/blocks
+mkdir -p "$blocks" "$T/shim"
+
+# ---- the pages' blocks, and what must be marked
+awk -v out="$blocks" -v page=README.md -v first=100 -f "$here/../lib/doc-blocks.awk" "$DEVMEM_SRC/README.md"
+awk -v out="$blocks" -v page=doc/first-run.md -v first=200 -f "$here/../lib/doc-blocks.awk" "$DEVMEM_SRC/doc/first-run.md"
+awk -v out="$blocks" -v page=doc/admin-guide.md -v first=300 -f "$here/../lib/doc-blocks.awk" "$DEVMEM_SRC/doc/admin-guide.md"
+covered='^(README.md|doc/first-run.md|doc/admin-guide.md	(Environment modules|The privileged helper: devmem-helperd|The policy file|Security: .*|Slurm))	'
+unmarked=0
+while IFS=$'\t' read -r k where section mark; do
+    if [ "$mark" = - ] && printf '%s\t%s\t\n' "${where%%:*}" "$section" | grep -Eq "$covered"; then
+        devmem_step_fail "$where ($section): a command block without a doc-test mark"
+        unmarked=$((unmarked + 1))
+    fi
+done <"$blocks/index"
+[ "$unmarked" -eq 0 ] && devmem_step_ok "every command block of the covered sections is marked"
+
+# ---- the hosts, and the parts of the file system that are the test's own
+netns_setup
+cp -a /etc "$T/etc.pristine"
+mount -t tmpfs -o mode=0755 btl-devmem-opt /opt && mount -t tmpfs -o mode=0700 btl-devmem-root /root ||
+    devmem_skip "cannot mount a tmpfs on /opt and /root"
+made_run=
+if [ ! -d /run/devmem-helperd ]; then
+    mkdir /run/devmem-helperd && made_run=1
+fi
+cleanup_run() { [ -n "$made_run" ] && rmdir /run/devmem-helperd 2>/dev/null; }
+trap 'netns_cleanup; cleanup_run; devmem_testlib_cleanup' EXIT
+export DEVMEM_NETNS_BINDS="A:$T/etc-A:/etc B:$T/etc-B:/etc A:$T/run-A:/run/devmem-helperd B:$T/run-B:/run/devmem-helperd"
+chmod 0755 "$T"
+
+# fresh_hosts: /etc, /home and /run/devmem-helperd as a newly installed pair of nodes has them
+# (the install under /opt stays; each host its own /etc, with the same user alice), no process
+# left in either host, no session
+fresh_hosts() {
+    local ns pids h app
+    for ns in "$NETNS_A" "$NETNS_B"; do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        # shellcheck disable=SC2086
+        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+    done
+    sleep 0.2
+    mountpoint -q /etc && [ -d "$T/etc" ] && umount /etc
+    mountpoint -q /home && umount /home
+    rm -rf "$T/etc" "$T"/etc-? "$T"/run-? "$T"/session-* "$T"/harness-* "$T"/helper-* \
+        "$T"/journal-* /root/doc-test-A
+    cp -a "$T/etc.pristine" "$T/etc"
+    mkdir -p "$T/etc/systemd/system"
+    printf '%s A\n%s B\n' "$NETNS_ADDR_A" "$NETNS_ADDR_B" >>"$T/etc/hosts"
+    mount --bind "$T/etc" /etc && mount -t tmpfs -o mode=0755 btl-devmem-home /home || return 1
+    useradd -m -s /bin/bash alice || return 1
+    for h in A B; do
+        cp -a "$T/etc" "$T/etc-$h" && mkdir -p "$T/run-$h" || return 1
+    done
+    for app in /root/doc-test-A /home/alice; do
+        mkdir -p "$app" && cp "$DEVMEM_MPI_BIN/pingpong" "$app/app" || return 1
+    done
+    chown -R alice: /home/alice
+}
+
+# The stand-in for systemd: `systemctl enable --now UNIT` starts the unit's ExecStart (with the
+# emulated kernel's option) in the background, as its own session, with the unit's
+# RuntimeDirectory and LimitNOFILE; it returns once the service listens, or fails with its log.
+cat >"$T/shim/systemctl" <<'SHIM'
+#!/bin/bash
+[ "${1:-}" = enable ] && [ "${2:-}" = --now ] && [ $# -eq 3 ] ||
+    { echo "systemctl (the check's stand-in): only 'enable --now UNIT'" >&2; exit 1; }
+unit=${3%.service}
+f=/etc/systemd/system/$unit.service
+[ -f "$f" ] || { echo "Failed to enable unit: Unit file $unit.service does not exist." >&2; exit 1; }
+key() { sed -n "s/^$1=//p" "$f" | tail -n 1; }
+cmd=$(key ExecStart) rundir=$(key RuntimeDirectory) mode=$(key RuntimeDirectoryMode)
+nofile=$(key LimitNOFILE)
+[ -n "$cmd" ] || { echo "$f has no ExecStart" >&2; exit 1; }
+if [ -n "$rundir" ]; then
+    mkdir -p "/run/$rundir" && chmod "${mode:-0755}" "/run/$rundir" || exit 1
+fi
+log=$DOC_TEST_JOURNAL.$unit
+# LimitNOFILE as systemd sets it; a container that cannot raise the hard limit that far (no
+# CAP_SYS_RESOURCE) gets the service with the limit it has, and the log says so
+if [ -n "$nofile" ] && ! prlimit --pid $$ --nofile="$nofile" 2>/dev/null; then
+    echo "systemctl (stand-in): LimitNOFILE=$nofile refused here, the service keeps $(ulimit -Hn)" >>"$log"
+    nofile=$(ulimit -Hn)
+fi
+# shellcheck disable=SC2086 # the unit's command line, split as systemd splits a simple one
+setsid prlimit --nofile="${nofile:-1024}" $cmd $DOC_TEST_DAEMON_ARGS >>"$log" 2>&1 </dev/null &
+pid=$!
+for _ in $(seq 50); do
+    sleep 0.1
+    kill -0 "$pid" 2>/dev/null || { echo "$unit exited at start:" >&2; cat "$log" >&2; exit 1; }
+    [ -n "$rundir" ] && compgen -G "/run/$rundir/*.sock" >/dev/null && exit 0
+done
+[ -z "$rundir" ] || { echo "$unit: no socket in /run/$rundir after 5 s:" >&2; cat "$log" >&2; exit 1; }
+SHIM
+chmod +x "$T/shim/systemctl"
+
+# What every block runs in: the module command (as a login shell has it), the session's
+# exports and directory, the harness's settings for this host, then the block, then the
+# session saved again.
+cat >"$T/run-block.sh" <<'RUN'
+#!/bin/bash
+sess=$1 block=$2 harness=$3
+if [ -r /usr/share/modules/init/bash ]; then . /usr/share/modules/init/bash
+elif [ -r /usr/share/lmod/lmod/init/bash ]; then . /usr/share/lmod/lmod/init/bash; fi
+[ -f "$sess/env" ] && . "$sess/env"
+[ -f "$harness" ] && . "$harness"
+cd "$(cat "$sess/pwd")" || exit 1
+set -eo pipefail
+. "$block"
+set +e +o pipefail
+export -p | grep -Ev '^declare -x (PWD|OLDPWD|SHLVL|_)=' >"$sess/env.new" && mv "$sess/env.new" "$sess/env"
+pwd >"$sess/pwd"
+RUN
+chmod +x "$T/run-block.sh"
+
+# harness HOST: the settings outside the pages, for root's sessions on HOST
+harness() {
+    cat <<EOF
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_plm_rsh_agent=$NETNS_AGENT OMPI_MCA_plm_rsh_no_tree_spawn=1
+export OMPI_MCA_oob_tcp_if_include=eth1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_hwloc_base_binding_policy=none PRTE_MCA_hwloc_default_binding_policy=none
+export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe
+export OMPI_MCA_btl_devmem_kernel=emulated
+export DEVMEM_NETNS_HOSTS='$DEVMEM_NETNS_HOSTS' DEVMEM_NETNS_BINDS='$DEVMEM_NETNS_BINDS'
+export DOC_TEST_DAEMON_ARGS='--kernel emulated' DOC_TEST_JOURNAL=$T/journal-$1
+case ":\$PATH:" in *":$T/shim:"*) ;; *) PATH=$T/shim:\$PATH ;; esac
+EOF
+}
+
+# run_block K HOST USER DIR [SESSION]: block K in HOST's session of USER (or the named one),
+# starting in DIR if the session is new; its output goes to $T/out-K-HOST
+run_block() {
+    local k=$1 host=$2 user=$3 dir=$4 ns=$NETNS_A sess=$T/session-$2-$3${5:+-$5} h=$T/harness-$2-$3${5:+-$5} rc
+    [ "$host" = B ] && ns=$NETNS_B
+    if [ ! -d "$sess" ]; then
+        mkdir -p "$sess" && echo "$dir" >"$sess/pwd"
+        if [ "$user" = root ]; then
+            echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root' >"$sess/env"
+            harness "$host" >"$h"
+        else
+            echo "export PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/$user USER=$user LOGNAME=$user" >"$sess/env"
+            echo "export OMPI_MCA_btl_devmem_kernel=emulated OMPI_MCA_plm_rsh_agent=false" >"$h"
+        fi
+        [ -f "$T/helper-$host" ] && cat "$T/helper-$host" >>"$h"
+        chown -R "$user:" "$sess" && chmod 0644 "$h"
+    fi
+    local as=()
+    [ "$user" = root ] || as=(runuser -u "$user" --)
+    timeout --kill-after=10 600 ip netns exec "$ns" unshare --uts -- "$NETNS_AGENT" --enter "$host" \
+        "${as[@]}" env -i TERM=dumb LANG=C.UTF-8 bash "$T/run-block.sh" "$sess" "$blocks/block-$k.sh" "$h" \
+        >"$T/out-$k-$host" 2>&1 </dev/null
+    rc=$?
+    sed "s/^/    $host> /" "$T/out-$k-$host" | tail -n 40
+    return $rc
+}
+
+# The helper is up on HOST: ranks of later blocks there ask it (auto only does on the real kernel)
+helper_started() {
+    local line="export OMPI_MCA_btl_devmem_helper=/run/devmem-helperd/helperd.sock"
+    echo "$line" >"$T/helper-$1"
+    local h
+    for h in "$T"/harness-"$1"-*; do
+        [ -f "$h" ] && echo "$line" >>"$h"
+    done
+}
+
+# run_page ENTRY...: the blocks numbered in ENTRY's range (100s README, 200s first-run, 300s
+# admin guide) whose section matches, in order
+run_page() {
+    local lo=$1 hi=$2 sections=$3 k where section mark hosts user host dir session
+    while IFS=$'\t' read -r k where section mark; do
+        [ "$k" -ge "$lo" ] && [ "$k" -le "$hi" ] || continue
+        [[ "$section" =~ $sections ]] || continue
+        case "$mark" in
+            "not run: "*) echo "---- $where ($section): not run: ${mark#not run: }"; continue ;;
+            "slurm batch script") echo "---- $where ($section): the batch script test/slurm/test_slurm.sh runs"; continue ;;
+            -) continue ;;
+        esac
+        if [[ "$mark" =~ ^on\ ([AB,]+)(\ as\ ([a-z]+))?(\ in\ the\ source\ tree)?(,\ Open\ MPI\ ([0-9]+))?$ ]]; then
+            hosts=${BASH_REMATCH[1]} user=${BASH_REMATCH[3]:-root}
+            if [ -n "${BASH_REMATCH[6]}" ] && [ "${BASH_REMATCH[6]}" != "$major" ]; then
+                echo "---- $where ($section): for Open MPI ${BASH_REMATCH[6]}, this is $major"
+                continue
+            fi
+            dir=/root/doc-test-A session=
+            [ "$user" = root ] || dir=/home/$user
+            if [ -n "${BASH_REMATCH[4]}" ]; then # a fresh copy of the source tree, a terminal there
+                dir=$T/src-$k session=src$k
+                mkdir -p "$dir" && (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' \
+                    --exclude=./.git --exclude=./autom4te.cache .) | tar -xf - -C "$dir"
+            fi
+        else
+            devmem_step_fail "$where: cannot read the mark '$mark'"
+            continue
+        fi
+        for host in ${hosts//,/ }; do
+            echo "---- $where ($section) on $host as $user:"
+            sed 's/^/    $ /' "$blocks/block-$k.sh"
+            local t0=$EPOCHREALTIME
+            if run_block "$k" "$host" "$user" "$dir" "$session"; then
+                devmem_step_ok "$where ($section) on $host as $user ($(_devmem_elapsed "$t0") s)"
+            else
+                devmem_step_fail "$where ($section) on $host as $user: a command failed (above)"
+            fi
+            if grep -q 'systemctl enable --now devmem-helperd' "$blocks/block-$k.sh"; then
+                helper_started "$host"
+            fi
+        done
+    done <"$blocks/index"
+}
+
+# expect_out K HOST ERE WHAT: block K's output on HOST has a line matching ERE
+expect_out() {
+    if grep -Eq -- "$3" "$T/out-$1-$2" 2>/dev/null; then
+        devmem_step_ok "$4"
+    else
+        devmem_step_fail "$4: no line matches '$3' in block $1's output on $2"
+    fi
+}
+block_of() { # PAGE-RANGE-START PATTERN: the first block in the range whose text matches
+    local k
+    for k in $(seq "$1" $(($1 + 99))); do
+        [ -f "$blocks/block-$k.sh" ] && grep -Eq -- "$2" "$blocks/block-$k.sh" && { echo "$k"; return; }
+    done
+    echo none
+}
+journal_has() { # HOST ERE WHAT
+    if grep -Eq -- "$2" "$T/journal-$1.devmem-helperd" 2>/dev/null; then
+        devmem_step_ok "$3"
+    else
+        devmem_step_fail "$3: no line matches '$2' in the helper's log on $1"
+        tail -n 20 "$T/journal-$1.devmem-helperd" 2>/dev/null
+    fi
+}
+
+# ---- the README: the demo, the install, the first run
+fresh_hosts || devmem_step_fail "cannot set the hosts up"
+run_page 100 199 '.*'
+run_page 300 399 '^Open MPI 5.0$'
+[ -x /opt/btl_devmem/lib/openmpi/mca_btl_devmem.so ] &&
+    devmem_step_ok "the install: /opt/btl_devmem/lib/openmpi/mca_btl_devmem.so" ||
+    devmem_step_fail "the install left no /opt/btl_devmem/lib/openmpi/mca_btl_devmem.so"
+k=$(block_of 100 'np 4 .*btl devmem,self \./app$')
+expect_out "$k" A '^pingpong: OK np=4 ' "README's first run: ./app checked every byte on 4 ranks"
+k=$(block_of 100 'quickstart.sh demo')
+expect_out "$k" A '^ +4194304 +[0-9.]+ +[0-9.]+ ' "README's demo: its table, devmem beside tcp"
+
+# ---- doc/first-run.md on fresh hosts
+fresh_hosts || devmem_step_fail "cannot set the hosts up again"
+run_page 200 299 '.*'
+k=$(block_of 200 '^mpirun -np 2 --host A,B devmem-check')
+expect_out "$k" A '^devmem-check: PASS: the device path works between A and B' "first-run step 3: devmem-check PASSes between A and B"
+[ -s /root/doc-test-A/devmem-check.txt ] && tail -n 1 /root/doc-test-A/devmem-check.txt | grep -q '^devmem-check: PASS' &&
+    devmem_step_ok "first-run step 3: the report devmem-check.txt ends with the PASS" ||
+    devmem_step_fail "first-run step 3: no devmem-check.txt ending in PASS in root's directory on A"
+k=$(block_of 200 "devmem-check --launch 'mpirun")
+expect_out "$k" A '^  btl/tcp +btl=tcp,self ' "first-run step 3: --launch ran btl/tcp beside it"
+k=$(block_of 200 'devmem-probe -n -i eth1')
+expect_out "$k" A "^  policy for uid $(id -u alice) \(/etc/devmem-helperd.conf\): interfaces eth1 queues 8-15" \
+    "first-run step 2: alice's probe shows the helper and her policy"
+for host in A B; do
+    journal_has "$host" 'uid 0: RX binding [0-9]+ on eth1 queues' \
+        "first-run: the helper on $host bound RX queues for devmem-check's ranks"
+done
+
+# ---- the admin guide's module, helper and Slurm sections, on fresh hosts
+fresh_hosts || devmem_step_fail "cannot set the hosts up again"
+run_page 300 399 '^(Environment modules|The privileged helper: devmem-helperd|Slurm)$'
+alice=$(id -u alice)
+journal_has A "uid $alice: RX binding [0-9]+ on eth1 queues" "admin guide: alice's ranks bound through the helper"
+k=$(block_of 300 'her ranks ask it')
+expect_out "$k" A '^pingpong: OK np=2 ' "admin guide: alice's ./app checked every byte"
+st=$(ip netns exec "$NETNS_A" unshare --uts -- "$NETNS_AGENT" --enter A /opt/btl_devmem/sbin/devmem-helperd --status 2>&1 | head -n 1)
+[[ "$st" == *" bindings=0 rules=0 contexts=0 "* ]] &&
+    devmem_step_ok "admin guide: once alice's job ended the helper holds nothing ($st)" ||
+    devmem_step_fail "admin guide: the helper on A still holds: $st"
+devmem_finish
