@@ -21,6 +21,7 @@
 
 /* The memory providers: what can export a dmabuf here. */
 #include "cudrv.h"
+#include "drivers.h"
 #include "dmabuf.h"
 #include "locality.h"
 
@@ -290,8 +291,11 @@ static const char *words(const struct devmem_err *e)
 
 /* Describe a bind result for the verdict: what the kernel's refusal means. */
 static void bind_verdict(char *out, size_t size, const char *op, int rc,
-                         const struct devmem_err *e, const struct probe_fd *pf)
+                         const struct devmem_err *e, const struct probe_fd *pf,
+                         const char *driver)
 {
+    char advice[160];
+
     switch (-rc) {
     case 0:
         snprintf(out, size, "%s works", op);
@@ -308,10 +312,30 @@ static void bind_verdict(char *out, size_t size, const char *op, int rc,
             break;
         }
         /* fall through */
+    case EOPNOTSUPP:
+        /* on a kernel older than the driver's devmem, name the kernel that has it */
+        devmem_driver_advice(driver, 'T' == op[0], advice, sizeof(advice));
+        snprintf(out, size, "%s: %s%s%s", op, words(e), advice[0] ? "; " : "", advice);
+        break;
     default:
         snprintf(out, size, "%s: %s", op, words(e));
         break;
     }
+}
+
+/* The driver's line in the table of drivers with devmem TCP. */
+static void driver_support(const char *driver)
+{
+    const struct devmem_driver *d = devmem_driver_find(driver);
+
+    if (NULL == d) {
+        printf("  devmem TCP:    not in this driver in any kernel this probe knows (bnxt_en has "
+               "it since Linux 6.16, mlx5_core 6.17, gve and fbnic 6.18)\n");
+        return;
+    }
+    printf("  devmem TCP:    RX since Linux %d.%d, TX since %d.%d%s%s\n", d->rx[0], d->rx[1],
+           d->tx[0], d->tx[1], NULL != d->needs ? "; needs " : "",
+           NULL != d->needs ? d->needs : "");
 }
 
 static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl **nlp,
@@ -335,8 +359,10 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
     if (0 == rc) {
         printf("  driver:        %s%s%s\n", drv.driver, drv.bus_info[0] ? ", bus " : "",
                drv.bus_info);
+        driver_support(drv.driver);
     } else {
         printf("  driver:        unknown (%s)\n", e.msg);
+        drv.driver[0] = '\0';
     }
 
     if (NULL != nl) {
@@ -436,7 +462,7 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
         } else {
             printf("  bind-rx:       refused: %s\n", e.msg);
         }
-        bind_verdict(rx_v, sizeof(rx_v), "RX", rx_rc, &e, pf);
+        bind_verdict(rx_v, sizeof(rx_v), "RX", rx_rc, &e, pf, drv.driver);
 
         if (devmem_nl_has_cmd(nl, DEVMEM_NETDEV_CMD_BIND_TX)) {
             tx_rc = devmem_nl_bind_tx(nl, ifindex, pf->fd, &id, &e);
@@ -445,7 +471,7 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
             } else {
                 printf("  bind-tx:       refused: %s\n", e.msg);
             }
-            bind_verdict(tx_v, sizeof(tx_v), "TX", tx_rc, &e, pf);
+            bind_verdict(tx_v, sizeof(tx_v), "TX", tx_rc, &e, pf, drv.driver);
         } else {
             printf("  bind-tx:       this kernel has no bind-tx (Linux 6.16+)\n");
             snprintf(tx_v, sizeof(tx_v), "TX unsupported by this kernel (no bind-tx)");
@@ -481,7 +507,9 @@ static void probe_if(const char *ifname, unsigned int ifindex, struct devmem_nl 
         if (0 == rx_rc && !ntuple) {
             printf("; turn ntuple on to steer flows");
         }
-        printf("%s%s\n", 0 != tx_rc ? "; " : "", 0 != tx_rc ? tx_v : "");
+        /* and the one that failed, in the kernel's words */
+        printf("%s%s\n", 0 != tx_rc || 0 != rx_rc ? "; " : "",
+               0 != tx_rc ? tx_v : (0 != rx_rc ? rx_v : ""));
     } else if (1 == rx_rc) {
         printf("devmem not checked (the bind checks did not run)\n");
     } else if (-EOPNOTSUPP == rx_rc && (-EOPNOTSUPP == tx_rc || tx_absent)) {

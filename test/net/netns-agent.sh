@@ -51,10 +51,13 @@ shift
 
 ns=
 for pair in ${DEVMEM_NETNS_HOSTS:-}; do
-    if [ "${pair%%=*}" = "$host" ]; then
+    # host names are case-blind, as in DNS
+    if [ "${pair%%=*}" = "${host,,}" ]; then
         ns=${pair#*=}
+        match=${pair%%=*}
     fi
 done
+host=${match:-$host}
 [ -n "$ns" ] || die "no namespace known for host '$host' (DEVMEM_NETNS_HOSTS='${DEVMEM_NETNS_HOSTS:-}')"
 
 # Like ssh: the command words are joined and given to a shell.

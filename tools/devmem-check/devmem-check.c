@@ -289,9 +289,9 @@ static const char *remedy(const char *why)
     } table[] = {
         {"btl_devmem_mode is off", "drop btl_devmem_mode off"},
         {"Operation not supported",
-         "this interface's driver has no devmem TCP (it needs Linux 6.12 or later and a NIC "
-         "driver with it: gve, bnxt, mlx5, fbnic or idpf); name the devmem NIC with "
-         "btl_devmem_if_include"},
+         "this interface's driver, or this kernel, has no devmem TCP (bnxt_en has it since "
+         "Linux 6.16, mlx5_core 6.17, gve and fbnic 6.18; devmem-probe says which); name the "
+         "devmem NIC with btl_devmem_if_include"},
         {"Operation not permitted",
          "binding a NIC queue needs CAP_NET_ADMIN: start devmem-helperd on every node "
          "(contrib/devmem-helperd.service) so that ranks bind through it"},
@@ -300,8 +300,9 @@ static const char *remedy(const char *why)
          "bind through it"},
         {"devmem-helperd", "look at devmem-helperd's status and log (journalctl -u "
                            "devmem-helperd) and at its policy"},
-        {"header split", "turn header split on: ethtool -G IFACE tcp-data-split on"},
-        {"tcp-data-split", "turn header split on: ethtool -G IFACE tcp-data-split on"},
+        {"header split", "turn header split on: ethtool -G IFACE tcp-data-split on hds-thresh 0"},
+        {"tcp-data-split", "turn header split on: ethtool -G IFACE tcp-data-split on hds-thresh 0"},
+        {"hds-thresh", "ethtool -G IFACE hds-thresh 0"},
         {"ntuple", "turn flow steering on: ethtool -K IFACE ntuple on"},
         {"dmabuf", "no dmabuf exporter works here: install the GPU driver (CUDA 12.x with "
                    "dmabuf support) or load udmabuf (modprobe udmabuf)"},
