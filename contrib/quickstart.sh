@@ -26,7 +26,7 @@ packages=(openmpi-bin libopenmpi-dev libmnl-dev libdrm-dev libhwloc-dev autoconf
           libtool pkg-config make gcc procps)
 check_packages=(clang iproute2 netpipe-openmpi valgrind xz-utils libclang-rt-dev llvm
                 environment-modules lua5.3 lua-posix lua-filesystem lua-json lua-term tcl
-                nftables slurmctld slurmd slurm-client munge)
+                nftables slurmctld slurmd slurm-client munge debhelper dpkg-dev build-essential)
 
 install_deps() {
     local missing=()
