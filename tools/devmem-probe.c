@@ -303,6 +303,11 @@ static void bind_verdict(char *out, size_t size, const char *op, int rc,
     case EPERM:
         snprintf(out, size, "%s unknown without CAP_NET_ADMIN", op);
         break;
+    case EOPNOTSUPP:
+        /* on a kernel older than the driver's devmem, name the kernel that has it */
+        devmem_driver_advice(driver, 'T' == op[0], advice, sizeof(advice));
+        snprintf(out, size, "%s: %s%s%s", op, words(e), advice[0] ? "; " : "", advice);
+        break;
     case EINVAL:
     case EBADF:
         if (pf->is_memfd) {
@@ -312,11 +317,6 @@ static void bind_verdict(char *out, size_t size, const char *op, int rc,
             break;
         }
         /* fall through */
-    case EOPNOTSUPP:
-        /* on a kernel older than the driver's devmem, name the kernel that has it */
-        devmem_driver_advice(driver, 'T' == op[0], advice, sizeof(advice));
-        snprintf(out, size, "%s: %s%s%s", op, words(e), advice[0] ? "; " : "", advice);
-        break;
     default:
         snprintf(out, size, "%s: %s", op, words(e));
         break;

@@ -16,24 +16,26 @@
 # A block without a mark there fails, as does any command of a block (bash -e -o pipefail).
 # Each host and user keeps a session, as a terminal would: what a block exports and its
 # working directory carry on to the next. The pages run one after the other on the same
-# install (/opt/btl_devmem, as the README builds it), each on fresh hosts: /etc, /home and the
-# helpers' /run are the test's own (a private mount namespace), users alice and the group
-# devmem exist only there.
+# install (/opt/btl_devmem, as the README builds it), each on fresh hosts: each host's /etc,
+# /opt and the helpers' /run are the test's own (a private mount namespace), user alice and the
+# group devmem exist only there; homes and working directories live in the test's directory.
 #
 # What differs from a site, all set outside the pages' commands: the kernel is the emulated
 # one (btl_devmem_kernel=emulated, and --kernel emulated appended to the helper's command
 # line; ranks are then pointed at the helper's socket, which `auto` only uses on the real
 # kernel); systemd is a stand-in that runs a unit's ExecStart with its RuntimeDirectory and
 # LimitNOFILE (`systemctl enable --now UNIT` only); mpirun reaches host B through
-# test/net/netns-agent.sh instead of ssh, its own traffic on eth1, oversubscribed, unbound;
-# ./app is the pingpong test program (every byte checked).
+# test/net/netns-agent.sh instead of ssh (with the environment ssh would give, nothing of the
+# caller's), its own traffic on eth1, unbound; ./app is the pingpong test program (every byte
+# checked). Blocks in the source tree run on the machine's own network and /etc (they may
+# fetch and install packages, as the README's commands do).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [ -z "${DOC_TEST_MOUNTNS:-}" ]; then
     [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (namespaces, users, mounts)"; exit 77; }
     command -v unshare >/dev/null || { echo "SKIP: no unshare (util-linux)"; exit 77; }
-    # /etc, /opt, /home of our own: nothing a page writes there outlives the test
+    # /etc and /opt of our own: nothing a page writes there outlives the test
     DOC_TEST_MOUNTNS=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
 
@@ -57,9 +59,11 @@ blocks=$T/blocks
 mkdir -p "$blocks" "$T/shim"
 
 # ---- the pages' blocks, and what must be marked
-awk -v out="$blocks" -v page=README.md -v first=100 -f "$here/../lib/doc-blocks.awk" "$DEVMEM_SRC/README.md"
-awk -v out="$blocks" -v page=doc/first-run.md -v first=200 -f "$here/../lib/doc-blocks.awk" "$DEVMEM_SRC/doc/first-run.md"
-awk -v out="$blocks" -v page=doc/admin-guide.md -v first=300 -f "$here/../lib/doc-blocks.awk" "$DEVMEM_SRC/doc/admin-guide.md"
+for page in README.md:100 doc/first-run.md:200 doc/admin-guide.md:300; do
+    awk -v out="$blocks" -v page="${page%:*}" -v first="${page#*:}" -f "$here/../lib/doc-blocks.awk" \
+        "$DEVMEM_SRC/${page%:*}" || devmem_step_fail "${page%:*}: its code fences cannot be read (above)"
+done
+[ -s "$blocks/index" ] || { devmem_step_fail "no command block found in the pages"; devmem_finish; }
 covered='^(README.md|doc/first-run.md|doc/admin-guide.md	(Environment modules|The privileged helper: devmem-helperd|The policy file|Security: .*|Slurm))	'
 unmarked=0
 while IFS=$'\t' read -r k where section mark; do
@@ -73,8 +77,10 @@ done <"$blocks/index"
 # ---- the hosts, and the parts of the file system that are the test's own
 netns_setup
 cp -a /etc "$T/etc.pristine"
-mount -t tmpfs -o mode=0755 btl-devmem-opt /opt && mount -t tmpfs -o mode=0700 btl-devmem-root /root ||
-    devmem_skip "cannot mount a tmpfs on /opt and /root"
+for p in "$DEVMEM_SRC" "$DEVMEM_BUILD" "$T"; do
+    case "$p/" in /opt/* | /etc/*) devmem_skip "$p is under /opt or /etc, which the pages' hosts replace" ;; esac
+done
+mount -t tmpfs -o mode=0755 btl-devmem-opt /opt || devmem_skip "cannot mount a tmpfs on /opt"
 made_run=
 if [ ! -d /run/devmem-helperd ]; then
     mkdir /run/devmem-helperd && made_run=1
@@ -84,9 +90,9 @@ trap 'netns_cleanup; cleanup_run; devmem_testlib_cleanup' EXIT
 export DEVMEM_NETNS_BINDS="a:$T/etc-A:/etc b:$T/etc-B:/etc a:$T/run-A:/run/devmem-helperd b:$T/run-B:/run/devmem-helperd"
 chmod 0755 "$T"
 
-# fresh_hosts: /etc, /home and /run/devmem-helperd as a newly installed pair of nodes has them
-# (the install under /opt stays; each host its own /etc, with the same user alice), no process
-# left in either host, no session
+# fresh_hosts: /etc, the homes and /run/devmem-helperd as a newly installed pair of nodes has
+# them (the install under /opt stays; each host its own /etc, with the same user alice), no
+# process left in either host, no session
 fresh_hosts() {
     local ns pids h app
     for ns in "$NETNS_A" "$NETNS_B"; do
@@ -96,21 +102,21 @@ fresh_hosts() {
     done
     sleep 0.2
     mountpoint -q /etc && [ -d "$T/etc" ] && umount /etc
-    mountpoint -q /home && umount /home
     rm -rf "$T/etc" "$T"/etc-? "$T"/run-? "$T"/session-* "$T"/harness-* "$T"/helper-* \
-        "$T"/journal-* /root/doc-test-A
+        "$T"/journal-* "$T/home"
     cp -a "$T/etc.pristine" "$T/etc"
     mkdir -p "$T/etc/systemd/system"
     printf '%s a A\n%s b B\n' "$NETNS_ADDR_A" "$NETNS_ADDR_B" >>"$T/etc/hosts"
-    mount --bind "$T/etc" /etc && mount -t tmpfs -o mode=0755 btl-devmem-home /home || return 1
-    useradd -m -s /bin/bash alice || return 1
+    mount --bind "$T/etc" /etc || return 1
+    mkdir -p "$T/home" && chmod 0755 "$T/home"
+    useradd -l -m -d "$T/home/alice" -s /bin/bash alice || return 1
     for h in A B; do
         cp -a "$T/etc" "$T/etc-$h" && mkdir -p "$T/run-$h" || return 1
     done
-    for app in /root/doc-test-A /home/alice; do
+    for app in "$T/home/root" "$T/home/alice"; do
         mkdir -p "$app" && cp "$DEVMEM_MPI_BIN/pingpong" "$app/app" || return 1
     done
-    chown -R alice: /home/alice
+    chown -R alice: "$T/home/alice"
 }
 
 # The stand-in for systemd: `systemctl enable --now UNIT` starts the unit's ExecStart (with the
@@ -202,7 +208,7 @@ case ":\$PATH:" in *":$T/shim:"*) ;; *) PATH=$T/shim:\$PATH ;; esac
 EOF
     [ "${2:-}" = local ] && return
     cat <<EOF
-export OMPI_MCA_plm_rsh_agent=$NETNS_AGENT OMPI_MCA_plm_rsh_no_tree_spawn=1
+export DEVMEM_NETNS_LIKE_SSH=1 OMPI_MCA_plm_rsh_agent=$NETNS_AGENT OMPI_MCA_plm_rsh_no_tree_spawn=1
 export PRTE_MCA_plm_ssh_agent=$NETNS_AGENT PRTE_MCA_plm_ssh_no_tree_spawn=1
 export OMPI_MCA_oob_tcp_if_include=eth1 PRTE_MCA_oob_tcp_if_include=eth1
 EOF
@@ -216,23 +222,24 @@ run_block() {
     if [ ! -d "$sess" ]; then
         mkdir -p "$sess" && echo "$dir" >"$sess/pwd"
         if [ "$user" = root ]; then
-            echo 'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root' >"$sess/env"
+            echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=$T/home/root" >"$sess/env"
             local where=
             [[ "${5:-}" == src* ]] && where=local
             harness "$host" $where >"$h"
         else
-            echo "export PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/$user USER=$user LOGNAME=$user" >"$sess/env"
+            echo "export PATH=/usr/local/bin:/usr/bin:/bin HOME=$T/home/$user USER=$user LOGNAME=$user" >"$sess/env"
             echo "export OMPI_MCA_btl_devmem_kernel=emulated OMPI_MCA_plm_rsh_agent=false" >"$h"
         fi
         [ -f "$T/helper-$host" ] && cat "$T/helper-$host" >>"$h"
         chown -R "$user:" "$sess" && chmod 0644 "$h"
     fi
-    local as=() netns=(ip netns exec "$ns") mine=()
+    local as=() netns=(ip netns exec "$ns") mine=() real_etc=()
     [ "$user" = root ] || as=(runuser -u "$user" --)
     # a build in the source tree may fetch (apt-get source): it runs on the machine's network,
     # in a mount namespace of its own (as ip netns exec gives the others) for the host's binds
-    [[ "${5:-}" == src* ]] && netns=() mine=(--mount)
-    timeout --kill-after=10 600 "${netns[@]}" unshare "${mine[@]}" --uts -- "$NETNS_AGENT" --enter "${host,,}" \
+    # and on the machine's own /etc, without the hosts' binds
+    [[ "${5:-}" == src* ]] && netns=() mine=(--mount) real_etc=(env DEVMEM_NETNS_BINDS= sh -c 'umount /etc && exec "$@"' sh)
+    timeout --kill-after=10 600 "${netns[@]}" unshare "${mine[@]}" --uts -- "${real_etc[@]}" "$NETNS_AGENT" --enter "${host,,}" \
         "${as[@]}" env -i TERM=dumb LANG=C.UTF-8 bash "$T/run-block.sh" "$sess" "$blocks/block-$k.sh" "$h" \
         >"$T/out-$k-$host" 2>&1 </dev/null
     rc=$?
@@ -279,8 +286,7 @@ run_page() {
                 echo "---- $where ($section): for Open MPI ${BASH_REMATCH[6]}, this is $major"
                 continue
             fi
-            dir=/root/doc-test-A session=
-            [ "$user" = root ] || dir=/home/$user
+            dir=$T/home/$user session=
             if [ -n "${BASH_REMATCH[4]}" ]; then # a fresh copy of the source tree, a terminal there
                 dir=$T/src-$k session=src$k
                 mkdir -p "$dir" && (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' \
@@ -294,13 +300,14 @@ run_page() {
             echo "---- $where ($section) on $host as $user:"
             sed 's/^/    $ /' "$blocks/block-$k.sh"
             local t0=$EPOCHREALTIME
+            echo "$k" >>"$T/ran"
             if run_block "$k" "$host" "$user" "$dir" "$session"; then
                 devmem_step_ok "$where ($section) on $host as $user ($(_devmem_elapsed "$t0") s)"
+                if grep -q 'systemctl enable --now devmem-helperd' "$blocks/block-$k.sh"; then
+                    helper_started "$host"
+                fi
             else
                 devmem_step_fail "$where ($section) on $host as $user: a command failed (above)"
-            fi
-            if grep -q 'systemctl enable --now devmem-helperd' "$blocks/block-$k.sh"; then
-                helper_started "$host"
             fi
         done
     done <"$blocks/index"
@@ -345,7 +352,7 @@ expect_out "$k" A '^ +4194304 +[0-9.]+ +[0-9.]+ ' "README's demo: its table, dev
 # ---- doc/first-run.md on fresh hosts
 fresh_hosts || devmem_step_fail "cannot set the hosts up again"
 run_page 200 299 '.*'
-k=$(block_of 200 '^mpirun -np 2 --host A,B devmem-check')
+k=$(block_of 200 '^mpirun -np 2 --host A,B /opt/btl_devmem/bin/devmem-check')
 expect_out "$k" A '^devmem-check: PASS: the device path works between a and b' "first-run step 3: devmem-check PASSes between A and B"
 # what devmem-check found and said, as the admin reads it
 expect_out "$k" A '^host a \(rank 0\), Linux' "devmem-check: host A's facts"
@@ -373,10 +380,19 @@ n=$(grep -c "^devmem-check: the table again, devmem " "$T/out-$k-A")
 m=$(grep -c "^devmem-check: the table again, btl/tcp " "$T/out-$k-A")
 [ "$n" = 2 ] && [ "$m" = 2 ] && devmem_step_ok "--launch: two jobs each for the devmem and btl/tcp columns" ||
     devmem_step_fail "--launch: $n devmem and $m btl/tcp jobs (want 2 each, one near each end)"
-r=/root/doc-test-A/devmem-check.txt
+r=$T/home/root/devmem-check.txt
 [ -s "$r" ] && grep -q "^side by side: " "$r" && [ "$(tail -n 1 "$r" | cut -c1-20)" = "devmem-check: PASS: " ] &&
     devmem_step_ok "--launch: the report has the side-by-side table and ends with the PASS" ||
     devmem_step_fail "--launch: the report $r lacks the table or the verdict"
+# the page's sample verdict for a NIC without devmem is what the probe printed for eth1 (a veth)
+k=$(block_of 200 '^devmem-probe  ')
+# (its RX part: what bind-tx says depends on the kernel's version)
+v=$(grep -a '^  verdict: *eth1: ' "$T/out-$k-A" 2>/dev/null | head -n 1 | sed 's/^  //; s/; TX: .*//')
+if [ -n "$v" ] && grep -qF -- "    $v" "$DEVMEM_SRC/doc/first-run.md"; then
+    devmem_step_ok "first-run step 1: the page's sample verdict is the probe's own line ($v)"
+else
+    devmem_step_fail "first-run step 1: the probe's verdict for eth1 ('$v') is not among the page's samples"
+fi
 k=$(block_of 200 'devmem-probe -n -i eth1')
 expect_out "$k" A "^  policy for uid $(id -u alice) \(/etc/devmem-helperd.conf\): interfaces eth1 queues 8-15" \
     "first-run step 2: alice's probe shows the helper and her policy"
@@ -385,10 +401,17 @@ for host in A B; do
         "first-run: the helper on $host bound RX queues for devmem-check's ranks"
 done
 
-# ---- the admin guide's module, helper and Slurm sections, on fresh hosts
+# ---- the admin guide's module, helper and Slurm sections, on fresh hosts (the Slurm
+# section's batch script is test/slurm/test_slurm.sh's job)
 fresh_hosts || devmem_step_fail "cannot set the hosts up again"
 run_page 300 399 '^(Environment modules|The privileged helper: devmem-helperd|Slurm)$'
 alice=$(id -u alice)
+# every block marked to run did, but one for another Open MPI series
+while IFS=$'\t' read -r k where section mark; do
+    [[ "$mark" =~ ^on\  ]] || continue
+    [[ "$mark" =~ ,\ Open\ MPI\ ([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" != "$major" ] && continue
+    grep -qx "$k" "$T/ran" 2>/dev/null || devmem_step_fail "$where ($section): marked '$mark', but no page run reached it"
+done <"$blocks/index"
 journal_has A "uid $alice: RX binding [0-9]+ on eth1 queues" "admin guide: alice's ranks bound through the helper"
 k=$(block_of 300 'her ranks ask it')
 expect_out "$k" A '^pingpong: OK np=2 ' "admin guide: alice's ./app checked every byte"

@@ -14,7 +14,7 @@
 # inherited through mpirun): DEVMEM_NETNS_HOSTS="host1=netns1 host2=netns2". A host's own
 # directories, e.g. its /run/devmem-helperd, come from DEVMEM_NETNS_BINDS="host:SRC:DST ...":
 # SRC is bind-mounted on DST in the command's mount namespace (ip netns exec makes one each
-# time, so nothing leaks to the other host).
+# time, so nothing leaks to the other host); paths there hold no blank or colon.
 set -u
 
 die() {
@@ -49,10 +49,10 @@ done
 host=$1
 shift
 
-ns=
+ns= match=
 for pair in ${DEVMEM_NETNS_HOSTS:-}; do
     # host names are case-blind, as in DNS
-    if [ "${pair%%=*}" = "${host,,}" ]; then
+    if [ "${pair%%=*}" = "${host,,}" ] || [ "${pair%%=*}" = "$host" ]; then
         ns=${pair#*=}
         match=${pair%%=*}
     fi
@@ -60,5 +60,14 @@ done
 host=${match:-$host}
 [ -n "$ns" ] || die "no namespace known for host '$host' (DEVMEM_NETNS_HOSTS='${DEVMEM_NETNS_HOSTS:-}')"
 
-# Like ssh: the command words are joined and given to a shell.
-exec ip netns exec "$ns" unshare --uts -- "$0" --enter "$host" /bin/sh -c "$*"
+# Like ssh: the command words are joined and given to a shell. DEVMEM_NETNS_LIKE_SSH=1: with
+# the environment a non-interactive ssh login of root gets (nothing of the caller's but the
+# agent's own map), so that a command that works here works through ssh too.
+like_ssh=()
+if [ "${DEVMEM_NETNS_LIKE_SSH:-0}" = 1 ]; then
+    like_ssh=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+              HOME="${HOME:-/root}" USER=root LOGNAME=root SHELL=/bin/sh LANG=C.UTF-8
+              DEVMEM_NETNS_HOSTS="${DEVMEM_NETNS_HOSTS:-}" DEVMEM_NETNS_BINDS="${DEVMEM_NETNS_BINDS:-}"
+              DEVMEM_NETNS_LIKE_SSH=1)
+fi
+exec "${like_ssh[@]}" ip netns exec "$ns" unshare --uts -- "$0" --enter "$host" /bin/sh -c "$*"

@@ -21,13 +21,20 @@ fi
 [ "$DEVMEM_BTL_NAME" = devmem ] || devmem_skip "the package carries btl_devmem (btl: $DEVMEM_TEST_BTL)"
 devmem_require_programs pingpong
 T=$DEVMEM_TEST_TMP
-version=$(sed -n 's/^AC_INIT(\[btl_devmem\], \[\([^]]*\)\].*/\1/p' "$DEVMEM_SRC/configure.ac")
+version=$(cd "$DEVMEM_SRC" && dpkg-parsechangelog -S Version)
 src=$T/btl-devmem-$version
 
-# ---- the source package, from the tree as it is (without build trees)
-mkdir -p "$src" && (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' --exclude=./.git \
-    --exclude=./autom4te.cache .) | tar -xf - -C "$src"
-if (cd "$T" && dpkg-source -b "btl-devmem-$version" >"$T/source.log" 2>&1); then
+# ---- the source package, from the tree's files (git's list where there is one; else all
+# but the build trees)
+mkdir -p "$src"
+if git -C "$DEVMEM_SRC" rev-parse >/dev/null 2>&1; then
+    (cd "$DEVMEM_SRC" && git ls-files -co --exclude-standard | tar -cf - -T -) | tar -xf - -C "$src"
+else
+    (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' --exclude=./.git --exclude=./autom4te.cache \
+        --exclude=./debian/btl-devmem --exclude=./debian/.debhelper .) | tar -xf - -C "$src"
+fi
+if (cd "$T" && dpkg-source -b "btl-devmem-$version" >"$T/source.log" 2>&1) &&
+    [ -f "$T/btl-devmem_$version.dsc" ]; then
     devmem_step_ok "dpkg-source -b: $(cd "$T" && ls btl-devmem_"$version".dsc btl-devmem_"$version".tar.*)"
 else
     cat "$T/source.log"
@@ -38,7 +45,8 @@ fi
 # ---- built from the source package, against the distribution's Open MPI (Open MPI 5 needs
 # the source tree of its headers: the one the check's own build was configured with)
 ompi_src=$(sed -n 's/.*--with-ompi-src=\([^ ]*\).*/\1/p' "$DEVMEM_BUILD/config.log" 2>/dev/null | head -n 1)
-(cd "$T" && dpkg-source -x "btl-devmem_$version.dsc" unpacked >/dev/null 2>&1)
+(cd "$T" && dpkg-source -x "btl-devmem_$version.dsc" unpacked >"$T/unpack.log" 2>&1) ||
+    { cat "$T/unpack.log"; devmem_step_fail "dpkg-source -x failed"; devmem_finish; }
 t0=$EPOCHREALTIME
 if (cd "$T/unpacked" && DEB_OMPI_SRC=$ompi_src DEB_BUILD_OPTIONS="parallel=$(nproc)" \
     dpkg-buildpackage -b -us -uc >"$T/build.log" 2>&1); then
@@ -122,7 +130,8 @@ fi
 
 # ---- removed
 if dpkg -r btl-devmem >"$T/remove.log" 2>&1 && [ ! -e "$ompi_dir/mca_btl_devmem.so" ] &&
-    ! "${clean[@]}" ompi_info | grep -q 'MCA btl: devmem'; then
+    "${clean[@]}" ompi_info >"$T/info.out" 2>&1 && grep -q 'MCA btl: self' "$T/info.out" &&
+    ! grep -q 'MCA btl: devmem' "$T/info.out"; then
     devmem_step_ok "dpkg -r takes the component away"
 else
     cat "$T/remove.log"

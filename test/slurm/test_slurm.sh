@@ -43,7 +43,8 @@ if [ -z "$k" ] || ! grep -q '^srun ' "$page"; then
 fi
 mkdir -p "$SLURM_T/work" && cp "$DEVMEM_MPI_BIN/pingpong" "$SLURM_T/work/app"
 {
-    sed -n '1,/^#SBATCH/p' "$page"
+    # its "#!" and "#SBATCH" lines first, as sbatch reads them
+    awk '/^#!/ || /^#SBATCH/ { print; next } { exit }' "$page"
     cat <<JOB
 set -e
 if [ -r /usr/share/modules/init/bash ]; then . /usr/share/modules/init/bash; else . /usr/share/lmod/lmod/init/bash; fi
@@ -53,7 +54,7 @@ export OMPI_MCA_btl_devmem_kernel=emulated OMPI_MCA_btl_devmem_mode=require
 export OMPI_MCA_btl_devmem_helper=/run/devmem-helperd/helperd.sock OMPI_MCA_btl_devmem_stats=1
 echo "== srun"
 JOB
-    sed '1,/^#SBATCH/d' "$page"
+    awk 'go || !(/^#!/ || /^#SBATCH/) { go = 1; print }' "$page"
     cat <<JOB
 echo "== mpirun"
 mpirun --mca oob_tcp_if_include $NETNS_LINK --mca btl_devmem_verbose 1 $DEVMEM_MPI_BIN/pingpong -m 16M

@@ -268,8 +268,6 @@ int check_transfers(char a, char b, size_t max, char *why, size_t len)
 
 /* ---------------------------------------------------------------- raw TCP */
 
-/* All of n bytes out or in, polling as an MPI rank does (a blocking read would add a
- * wake-up to every message and flatter the MPI column). */
 /* All of n bytes, or -1. A few tries without waiting, then poll: the reference must not
  * spin, or where the two ranks share cores (two small VMs, namespaces on one host) it measures
  * the scheduler, not TCP. A peer silent for 30 s counts as broken. */

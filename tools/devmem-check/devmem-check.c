@@ -528,6 +528,10 @@ int main(int argc, char **argv)
         if (!have_counters) {
             snprintf(why, sizeof(why), "btl_devmem is not in this job (its counters are "
                      "missing): run with --mca btl devmem,self");
+        } else if (apart && '\0' == used[0] && '\0' != paths[0]) {
+            snprintf(why, sizeof(why), "btl_devmem has no interface but loopback on %s, which "
+                     "carries nothing between two hosts; bring the NIC up with an address, or "
+                     "name it with btl_devmem_if_include", host);
         } else if (NULL != (o = first_off(used, off, sizeof(off)))) {
             snprintf(why, sizeof(why), "device path off on %s %s; %s", host, o, remedy(o));
         } else if (NULL != (o = first_off(paths1, off, sizeof(off)))) {
