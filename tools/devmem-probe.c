@@ -327,10 +327,12 @@ static void bind_verdict(char *out, size_t size, const char *op, int rc,
 static void driver_support(const char *driver)
 {
     const struct devmem_driver *d = devmem_driver_find(driver);
+    char all[256];
 
     if (NULL == d) {
-        printf("  devmem TCP:    not in this driver in any kernel this probe knows (bnxt_en has "
-               "it since Linux 6.16, mlx5_core 6.17, gve and fbnic 6.18)\n");
+        devmem_driver_list(all, sizeof(all));
+        printf("  devmem TCP:    not in this driver in any kernel this probe knows (devmem RX "
+               "since Linux: %s)\n", all);
         return;
     }
     printf("  devmem TCP:    RX since Linux %d.%d, TX since %d.%d%s%s\n", d->rx[0], d->rx[1],

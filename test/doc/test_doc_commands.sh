@@ -289,8 +289,7 @@ run_page() {
             dir=$T/home/$user session=
             if [ -n "${BASH_REMATCH[4]}" ]; then # a fresh copy of the source tree, a terminal there
                 dir=$T/src-$k session=src$k
-                mkdir -p "$dir" && (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' \
-                    --exclude=./.git --exclude=./autom4te.cache .) | tar -xf - -C "$dir"
+                devmem_copy_tree "$dir"
             fi
         else
             devmem_step_fail "$where: cannot read the mark '$mark'"
@@ -315,11 +314,7 @@ run_page() {
 
 # expect_out K HOST ERE WHAT: block K's output on HOST has a line matching ERE
 expect_out() {
-    if grep -Eq -- "$3" "$T/out-$1-$2" 2>/dev/null; then
-        devmem_step_ok "$4"
-    else
-        devmem_step_fail "$4: no line matches '$3' in block $1's output on $2"
-    fi
+    devmem_expect_line "$T/out-$1-$2" "$3" "$4"
 }
 block_of() { # PAGE-RANGE-START PATTERN: the first block in the range whose text matches
     local k
@@ -329,12 +324,8 @@ block_of() { # PAGE-RANGE-START PATTERN: the first block in the range whose text
     echo none
 }
 journal_has() { # HOST ERE WHAT
-    if grep -Eq -- "$2" "$T/journal-$1.devmem-helperd" 2>/dev/null; then
-        devmem_step_ok "$3"
-    else
-        devmem_step_fail "$3: no line matches '$2' in the helper's log on $1"
+    devmem_expect_line "$T/journal-$1.devmem-helperd" "$2" "$3" ||
         tail -n 20 "$T/journal-$1.devmem-helperd" 2>/dev/null
-    fi
 }
 
 # ---- the README: the demo, the install, the first run

@@ -36,6 +36,8 @@
 #   devmem_expect_stat FILE RANK KEY OP VALUE   step fails unless "stat OP VALUE" holds
 #                                  (OP: -eq -ne -gt -ge -lt -le)
 #   devmem_step_ok MSG / devmem_step_fail MSG   count a step of your own
+#   devmem_copy_tree DIR           the source tree's files into DIR, as a fresh checkout has
+#                                  them (git's list; without git, all but build trees)
 #   devmem_finish                  exit 0 if every step passed, 1 otherwise
 
 # shellcheck source=env.sh
@@ -121,6 +123,16 @@ devmem_step_fail() {
     _devmem_steps=$((_devmem_steps + 1))
     _devmem_failed=$((_devmem_failed + 1))
     echo "FAIL $*"
+}
+
+devmem_copy_tree() {
+    mkdir -p "$1" || return 1
+    if git -C "$DEVMEM_SRC" rev-parse >/dev/null 2>&1; then
+        (cd "$DEVMEM_SRC" && git ls-files -co --exclude-standard | tar -cf - -T -) | tar -xf - -C "$1"
+    else
+        (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' --exclude=./.git --exclude=./autom4te.cache \
+            --exclude=./debian/btl-devmem --exclude=./debian/.debhelper .) | tar -xf - -C "$1"
+    fi
 }
 
 devmem_finish() {

@@ -15,14 +15,6 @@ check=$DEVMEM_PREFIX/bin/devmem-check
 [ -x "$DEVMEM_PREFIX/bin/devmem-probe" ] || devmem_step_fail "devmem-probe is not installed beside it"
 limit=$DEVMEM_MPI_LIMIT
 
-expect_in() { # FILE ERE WHAT
-    if grep -Eq -- "$2" "$1"; then
-        devmem_step_ok "$3"
-    else
-        devmem_step_fail "$3: no line matches '$2' in $1"
-    fi
-}
-
 # launch_passes WHAT OUT [ARG...]: devmem-check --quick --launch "$launch" ARG... into OUT,
 # which must end in PASS with exit 0
 launch_passes() {
@@ -47,17 +39,17 @@ echo "---- devmem-check --launch, the launch command sets btl and btl_devmem_dev
 launch="timeout --kill-after=10 $limit mpirun --oversubscribe -np 2 --mca btl devmem,self
     --mca btl_devmem_kernel emulated --mca btl_devmem_if_include lo --mca btl_devmem_devflows 2"
 launch_passes "--launch, overridden columns (the check itself)" "$out"
-expect_in "$out" "^  btl/tcp +btl=devmem,self .*: NOT btl=tcp,self: the launch command sets it" \
+devmem_expect_line "$out" "^  btl/tcp +btl=devmem,self .*: NOT btl=tcp,self: the launch command sets it" \
     "--launch: the btl/tcp column that ran btl_devmem is flagged"
-expect_in "$out" "^  1 lane +.*devflows=2 .*: NOT devflows=1: " "--launch: the 1-lane column that ran 2 is flagged"
+devmem_expect_line "$out" "^  1 lane +.*devflows=2 .*: NOT devflows=1: " "--launch: the 1-lane column that ran 2 is flagged"
 if [ "$(grep -Ec "^  (devmem|0 threads|1 thread) +btl=devmem,self devflows=2 " "$out")" = 3 ] &&
     ! grep -Eq "^  (devmem|0 threads|1 thread) .*: NOT " "$out"; then
     devmem_step_ok "--launch: the columns that ran as titled are not flagged"
 else
     devmem_step_fail "--launch: the devmem, 0 and 1 thread columns missing or flagged"
 fi
-expect_in "$out" "^  no devmem/tcp ratio: " "--launch: says why there is no ratio"
-expect_in "$out" "^ +8 B( +[0-9]+\\.[0-9]+){6} +-$" "--launch: the 8 B row has no ratio"
+devmem_expect_line "$out" "^  no devmem/tcp ratio: " "--launch: says why there is no ratio"
+devmem_expect_line "$out" "^ +8 B( +[0-9]+\\.[0-9]+){6} +-$" "--launch: the 8 B row has no ratio"
 
 # 2. loopback, real kernel: FAIL with the kernel's words
 out=$DEVMEM_TEST_TMP/fail.out

@@ -24,15 +24,8 @@ T=$DEVMEM_TEST_TMP
 version=$(cd "$DEVMEM_SRC" && dpkg-parsechangelog -S Version)
 src=$T/btl-devmem-$version
 
-# ---- the source package, from the tree's files (git's list where there is one; else all
-# but the build trees)
-mkdir -p "$src"
-if git -C "$DEVMEM_SRC" rev-parse >/dev/null 2>&1; then
-    (cd "$DEVMEM_SRC" && git ls-files -co --exclude-standard | tar -cf - -T -) | tar -xf - -C "$src"
-else
-    (cd "$DEVMEM_SRC" && tar -cf - --exclude='./build*' --exclude=./.git --exclude=./autom4te.cache \
-        --exclude=./debian/btl-devmem --exclude=./debian/.debhelper .) | tar -xf - -C "$src"
-fi
+# ---- the source package, from the tree's files
+devmem_copy_tree "$src"
 if (cd "$T" && dpkg-source -b "btl-devmem-$version" >"$T/source.log" 2>&1) &&
     [ -f "$T/btl-devmem_$version.dsc" ]; then
     devmem_step_ok "dpkg-source -b: $(cd "$T" && ls btl-devmem_"$version".dsc btl-devmem_"$version".tar.*)"

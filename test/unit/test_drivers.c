@@ -40,5 +40,14 @@ int main(void)
     CHECK(says("fbnic", 0, 7, 0, ""), "fbnic on 7.0: nothing to add");
     CHECK(says("virtio_net", 0, 6, 18, ""), "virtio_net: nothing the table knows");
     CHECK(says("gve", 0, 0, 0, ""), "an unreadable kernel version: nothing");
+    {
+        char all[256], tiny[12];
+
+        devmem_driver_list(all, sizeof(all));
+        CHECK(0 == strcmp(all, "bnxt_en 6.16, mlx5_core 6.17, gve 6.18, fbnic 6.18"),
+              "the list of drivers with their first devmem RX kernel: %s", all);
+        devmem_driver_list(tiny, sizeof(tiny));
+        CHECK(strlen(tiny) < sizeof(tiny), "a short buffer gets a cut list: \"%s\"", tiny);
+    }
     return check_finish();
 }

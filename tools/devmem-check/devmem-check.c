@@ -289,9 +289,9 @@ static const char *remedy(const char *why)
     } table[] = {
         {"btl_devmem_mode is off", "drop btl_devmem_mode off"},
         {"Operation not supported",
-         "this interface's driver, or this kernel, has no devmem TCP (bnxt_en has it since "
-         "Linux 6.16, mlx5_core 6.17, gve and fbnic 6.18; devmem-probe says which); name the "
-         "devmem NIC with btl_devmem_if_include"},
+         "this interface's driver, or this kernel, has no devmem TCP (devmem-probe names the "
+         "drivers that have it and since which kernel); name the devmem NIC with "
+         "btl_devmem_if_include"},
         {"Operation not permitted",
          "binding a NIC queue needs CAP_NET_ADMIN: start devmem-helperd on every node "
          "(contrib/devmem-helperd.service) so that ranks bind through it"},

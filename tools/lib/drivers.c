@@ -24,6 +24,19 @@ const struct devmem_driver *devmem_driver_find(const char *driver)
     return NULL;
 }
 
+void devmem_driver_list(char *out, unsigned long len)
+{
+    size_t at = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]) && at < len; i++) {
+        int n = snprintf(out + at, len - at, "%s%s %d.%d", 0 == i ? "" : ", ", drivers[i].name,
+                         drivers[i].rx[0], drivers[i].rx[1]);
+
+        at += n > 0 ? (size_t) n : 0;
+    }
+}
+
 int devmem_kernel_version(int *major, int *minor)
 {
     struct utsname un;

@@ -16,6 +16,10 @@ struct devmem_driver {
 /* The entry for driver, or NULL for a driver without devmem TCP in any kernel we know. */
 const struct devmem_driver *devmem_driver_find(const char *driver);
 
+/* Into out: each driver of the table with its first kernel for devmem RX, e.g. "bnxt_en 6.16,
+ * mlx5_core 6.17, ...". */
+void devmem_driver_list(char *out, unsigned long len);
+
 /* The running kernel's major and minor (uname); 0 when unreadable. */
 int devmem_kernel_version(int *major, int *minor);
 
