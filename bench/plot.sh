@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # PNG plots of bench/run.sh results with gnuplot: for every setting, yield and kind, the
-# median of each transport against the message size (log-log).
+# median of each transport against the message size (log-log); windowed bandwidth also as a
+# message rate (<group>-bw-msgrate.png).
 # Usage: bench/plot.sh results.csv OUTDIR
 set -u
 [ $# -eq 2 ] && [ -f "$1" ] || { echo "usage: $0 results.csv OUTDIR" >&2; exit 2; }
@@ -17,6 +18,10 @@ NR == 1 { next }
     if (metric == "") next
     key = $1 "-y" $2 "-" $4 "\t" $3 "\t" $6
     v[key, ++n[key]] = metric
+    if ($4 == "bw" && $9 != "") {  # the same runs as a message rate: small sizes read better
+        key = $1 "-y" $2 "-bw-msgrate\t" $3 "\t" $6
+        v[key, ++n[key]] = $9
+    }
 }
 END {
     for (key in n) {
@@ -32,7 +37,7 @@ END {
 for grp in $(ls "$tmp" | sed 's/@.*//' | sort -u); do
     case "$grp" in
         *-lat | *-netpipe) ylabel="one-way latency (us)" ;;
-        *-rate) ylabel="messages/s" ;;
+        *-rate | *-msgrate) ylabel="messages/s" ;;
         *) ylabel="bandwidth (MB/s)" ;;
     esac
     plots=()
