@@ -206,9 +206,9 @@ int mca_btl_devmem_params_register(void)
     reg("idle",
         "How a rank that waits in MPI shares its core with other tasks. \"adaptive\": "
         "while another task wants the core and our connections have been quiet 10 "
-        "us, hand the core over (yield; on a core shared with the peer, or beside "
-        "unrelated busy processes during a window of transfers, sleep on the sockets "
-        "up to 1 ms), timing the waits and spinning instead where that brings the "
+        "us, hand the core over (yield; on a core shared with the peer when yields stop "
+        "handing it over or during a window of transfers, and beside unrelated busy "
+        "processes during such a window, sleep on the sockets up to 1 ms), timing the waits and spinning instead where that brings the "
         "answer sooner; a rank alone on its core spins. It decides instead of "
         "mpi_yield_when_idle, so that setting is not needed (and costs nothing). "
         "\"yield\": hand over by yielding only, never sleep nor spin to measure "

@@ -234,6 +234,37 @@ static int sleep_on_sockets(mca_btl_devmem_component_t *c, bool in_wait_loop)
     return ran;
 }
 
+/*
+ * On a core shared with a task that runs (most likely the peer). Inside a window of transfers
+ * (gets unanswered, a full socket), sleep on the sockets: the peer gets the core at once and
+ * the next segment wakes us. Otherwise yield: that hands the core over without a wake-up, so
+ * that a peer sending small messages writes its whole window before we read it in one go,
+ * where a sleeper is woken, and takes the core back, at every message. A yield is only a
+ * hint: it comes straight back while the task beside us may not run yet (the scheduler's
+ * fairness), and a rank that keeps yielding then holds the core the peer needs; once this
+ * wait's yields have come straight back for HANDED_OVER_NS, sleep. With btl_devmem_idle
+ * yield, only yields. What each way costs: doc/benchmarks.md, "A core shared with the peer".
+ */
+static uint64_t noop_yields_since_ns; /* the first of this wait's yields that came back at once */
+
+static int shared_core_handover(mca_btl_devmem_component_t *c, uint64_t now, bool in_wait_loop)
+{
+    bool streak = noop_yields_since_ns >= quiet_since_ns; /* else from an earlier wait */
+
+    if (MCA_BTL_DEVMEM_IDLE_YIELD != c->idle_mode
+        && (window_wait || (streak && now - noop_yields_since_ns >= HANDED_OVER_NS))) {
+        noop_yields_since_ns = 0;
+        return sleep_on_sockets(c, in_wait_loop);
+    }
+    yield_core(c, now);
+    if (last_quiet_call_ns - now >= HANDED_OVER_NS) {
+        noop_yields_since_ns = 0;
+    } else if (!streak) {
+        noop_yields_since_ns = now;
+    }
+    return 0;
+}
+
 static int idle(mca_btl_devmem_component_t *c, uint64_t now)
 {
     bool in_wait_loop = now - last_quiet_call_ns < BACK_TO_BACK_NS;
@@ -254,12 +285,7 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
     }
     if (now < shared_until_ns) {
         /* the core is shared: hand it over at the first quiet call, not after IDLE_YIELD_NS */
-        if (MCA_BTL_DEVMEM_IDLE_YIELD == c->idle_mode) {
-            yield_core(c, now);
-        } else {
-            ran = sleep_on_sockets(c, in_wait_loop);
-        }
-        return ran;
+        return shared_core_handover(c, now, in_wait_loop);
     }
     /* On an oversubscribed node the task beside us is most likely a peer that waits for
      * the core: hand it over at the first quiet call. hpcc, 4 ranks on 2 CPUs, 3 rounds:

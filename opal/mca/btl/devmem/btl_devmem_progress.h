@@ -19,12 +19,13 @@
  * A rank bound to one CPU whose yields keep handing the core over (two in a row that kept it
  * away 20 us or more) shares that core with a task that runs: most likely the peer it waits
  * for. For the next 200 ms it hands the core over as soon as it is quiet instead of after 10
- * us: it sleeps on its sockets (poll or epoll) for at most 1 ms, so that the peer gets the core
- * at once and the answer wakes us (pinned 1+1 ranks over a veth: 1 MiB in 1.0 ms instead of
- * 1.4-1.5 with yields), or, with btl_devmem_idle yield, it yields at every quiet call (over
- * loopback the faster way at 256 KiB and up: a sleeper's wake-up preempts the sending peer at
- * every segment). It only sleeps inside a wait loop (back-to-back progress calls), never in a
- * lone MPI_Test between computations.
+ * us. It yields, which costs no wake-up and lets a peer that streams small messages write its
+ * whole window before we read it; once this wait's yields come straight back for 20 us (the
+ * scheduler will not run the peer yet), or when the wait began inside a window of transfers
+ * (below), it sleeps on its sockets (poll or epoll) for at most 1 ms, so that the peer gets the
+ * core at once and the answer wakes us. With btl_devmem_idle yield it only yields. It only
+ * sleeps inside a wait loop (back-to-back progress calls), never in a lone MPI_Test between
+ * computations.
  *
  * A rank the scheduler may move, on a node with a CPU for each of its ranks, and with no BTL
  * but ours and self, sleeps on its sockets too, after 10 us of quiet, while another task wants
