@@ -34,12 +34,12 @@ dir=$DEVMEM_SRC/opal/mca/btl/devmem
 # tell the policy above without calling it). For the data check, a header this table does not
 # name takes its NAME's layer (sock.h: sock's); a file with neither fails.
 layers='
-1 wire: hdr.h rxframe rxframe.h frag frag.h fault tsan.h btl_devmem.h ompi.h help stats.h progress.h
-2 sockets: if if.h sock watch watch.h waitway near helper
+1 wire: hdr.h rxframe rxframe.h frag frag.h fault tsan.h btl_devmem.h ompi_compat.h show_help stats.h progress.h
+2 sockets: if if.h sock pollset pollset.h idle_choice gpu_nic helper
 3 device memory: dev dev_watch
 4 connections: conn endpoint endpoint.h proc
 5 get and put: rdma rdma.h push reg
-6 device flows: devflow devflow_int devflow_int.h devflow_tx devflow_rx devflow_gather devflow_stripe devflow_want rxthread
+6 device flows: devflow devflow_int devflow_int.h devflow_tx devflow_rx devflow_gather devflow_stripe devflow_lanes rxthread
 7 module and component: module component params progress liveness pml stats
 '
 # the same on one line, ; between the layers (POSIX awk takes no newline in a -v value)
@@ -119,7 +119,7 @@ S1 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 o
 S3 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 of the module
 S1 mca_btl_devmem_frag_t.* the fragment (frag.h) is the descriptor the PML holds, one per operation from free lists sized at init: the endpoint sends it, get and put fill its get fields, the device flows its lane offsets; a per-layer extension as the endpoint has is still to do
 S3 mca_btl_devmem_frag_t.* the fragment: see S1
-S2 watch->data the data union of the system struct epoll_event, not the field of a push
+S2 pollset->data the data union of the system struct epoll_event, not the field of a push
 macro mca_btl_devmem_stats members made by MCA_BTL_DEVMEM_STATS: the counters every layer adds to (stats.h, layer 1)
 '
 

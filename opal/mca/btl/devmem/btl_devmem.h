@@ -11,7 +11,7 @@
  *
  * Threads (any MPI thread level; MPI_THREAD_MULTIPLE is tested by test/mpi/threads.c, under
  * ThreadSanitizer too):
- *   - The dispatch lock (btl_devmem_watch.h) is the progress path's: every socket callback
+ *   - The dispatch lock (btl_devmem_pollset.h) is the progress path's: every socket callback
  *     (receive framing, handshakes, accepts, device flows, the gather and its copier) runs
  *     in the one thread that holds it, so their state has no lock of its own. Progress takes
  *     it with a try-lock (the others return at once: the work is being done); libevent
@@ -60,14 +60,14 @@
 #include "opal/class/opal_list.h"
 #include "opal/mca/btl/base/base.h"
 #include "opal/mca/btl/btl.h"
-#include "btl_devmem_ompi.h"
+#include "btl_devmem_ompi_compat.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
 #include "btl_devmem_hdr.h"
 #include "btl_devmem_if.h"
 #include "btl_devmem_stats.h"
-#include "btl_devmem_watch.h"
+#include "btl_devmem_pollset.h"
 
 BEGIN_C_DECLS
 
@@ -246,7 +246,7 @@ typedef void (*mca_btl_devmem_accepted_fn)(void *arg, int sd,
 struct mca_btl_devmem_listener {
     int fd;                        /* -1: none */
     uint16_t port;                 /* host byte order */
-    mca_btl_devmem_watch_t watch;
+    mca_btl_devmem_polled_t watch;
     char where[48];                /* names it in messages */
     mca_btl_devmem_accepted_fn cb;
     void *arg;

@@ -37,7 +37,7 @@
 #include "btl_devmem_reg.h"
 #include "btl_devmem_rxthread.h"
 #include "btl_devmem_sock.h"
-#include "btl_devmem_watch.h"
+#include "btl_devmem_pollset.h"
 
 static int component_open(void);
 static int component_close(void);
@@ -121,7 +121,7 @@ static void modules_release(void)
     free(c->modules);
     c->modules = NULL;
     c->num_modules = 0;
-    mca_btl_devmem_watch_close();
+    mca_btl_devmem_pollset_close();
 }
 
 /* An Open MPI 4.x with CUDA support copies device memory in its convertor (eager sends and
@@ -306,18 +306,18 @@ static int create_modules(void)
     } else if (0 == strcmp(c->family, "ipv6") || 0 == strcmp(c->family, "6")) {
         family = MCA_BTL_DEVMEM_FAMILY_IPV6;
     } else {
-        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_family",
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_family",
                                   c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),
                                  unmatched, sizeof(unmatched));
     if (n < 0) {
-        mca_btl_devmem_help_local("invalid if list", why);
+        mca_btl_devmem_show_help_local("invalid if list", why);
         return OPAL_ERR_BAD_PARAM;
     }
     if ('\0' != unmatched[0]) {
-        mca_btl_devmem_help_local("if_include unmatched", unmatched);
+        mca_btl_devmem_show_help_local("if_include unmatched", unmatched);
     }
     n = mca_btl_devmem_if_pick_family(ifs, n, family);
     /* decided once: the send and registration paths only test the flag */
@@ -388,7 +388,7 @@ static int create_modules(void)
  * connections. */
 static void ep_connected(mca_btl_devmem_endpoint_t *ep)
 {
-    (void) ep; /* lanes open when the peer asks for them (btl_devmem_devflow_want.c) */
+    (void) ep; /* lanes open when the peer asks for them (btl_devmem_devflow_lanes.c) */
 }
 
 static void ep_closing(mca_btl_devmem_endpoint_t *ep, bool orderly)
@@ -503,7 +503,7 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
     if (OPAL_SUCCESS == rc) {
         rc = mca_btl_devmem_fault_init();
     }
-    if (OPAL_SUCCESS == rc && 0 != (rc = mca_btl_devmem_watch_open(c->poll_max))) {
+    if (OPAL_SUCCESS == rc && 0 != (rc = mca_btl_devmem_pollset_open(c->poll_max))) {
         opal_output(0, "btl:devmem: cannot watch sockets: %s", strerror(-rc));
         rc = OPAL_ERROR;
     }

@@ -225,7 +225,7 @@ int mca_btl_devmem_conn_start(mca_btl_devmem_endpoint_t *ep)
     }
     mca_btl_devmem_endpoint_attach(ep, sd);
     mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_CONNECTING, "a send needs the peer");
-    return mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE); /* writable = connect finished */
+    return mca_btl_devmem_pollset_add(&ep->watch, OPAL_EV_WRITE); /* writable = connect finished */
 }
 
 /* Write a whole small buffer to a fresh socket (a hello or its reply). */
@@ -272,9 +272,9 @@ void mca_btl_devmem_conn_connect_done(mca_btl_devmem_endpoint_t *ep)
     if (0 == err) {
         mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_CONNECT_ACK, "connected; hello sent");
         ep->reply_got = 0;
-        rc = mca_btl_devmem_watch_del(&ep->watch, OPAL_EV_WRITE);
+        rc = mca_btl_devmem_pollset_del(&ep->watch, OPAL_EV_WRITE);
         if (0 == rc) {
-            rc = mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_READ);
+            rc = mca_btl_devmem_pollset_add(&ep->watch, OPAL_EV_READ);
         }
         err = rc < 0 ? -rc : 0;
     }
@@ -296,7 +296,7 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
                                ? UINT32_MAX
                                : ep->module->super.btl_put_limit;
     mca_btl_devmem_conn_set_state(ep, MCA_BTL_DEVMEM_EP_CONNECTED, "handshake complete");
-    rc = mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_READ);
+    rc = mca_btl_devmem_pollset_add(&ep->watch, OPAL_EV_READ);
     if (rc < 0) {
         return rc;
     }
@@ -308,7 +308,7 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
 
 /*
  * Either side of the handshake succeeded: become connected and write what was queued while
- * connecting (device flows open later, when the peer asks: btl_devmem_devflow_want.c). Called with the lock held; returns with it dropped.
+ * connecting (device flows open later, when the peer asks: btl_devmem_devflow_lanes.c). Called with the lock held; returns with it dropped.
  * 0, or -errno after the endpoint failed.
  */
 static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)

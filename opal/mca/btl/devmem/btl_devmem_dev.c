@@ -28,7 +28,7 @@
 
 #include "btl_devmem_dev.h"
 #include "btl_devmem_helper.h"
-#include "btl_devmem_near.h"
+#include "btl_devmem_gpu_nic.h"
 #include "btl_devmem_sock.h"
 
 #include "devmem/cudrv.h"
@@ -732,12 +732,12 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     memset(&dev_state, 0, sizeof(dev_state));
     dev_state.on_accept = on_accept;
     if (0 != parse_mode(c->mode, &dev_state.mode)) {
-        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_mode", c->mode,
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_mode", c->mode,
                                   "auto, require or off");
         return OPAL_ERR_BAD_PARAM;
     }
     if (0 != devmem_kernel_kind_parse(c->kernel, &kind, &e)) {
-        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
                                   "real or emulated");
         return OPAL_ERR_BAD_PARAM;
     }
@@ -790,7 +790,7 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
         may += !refused[i];
     }
     if (may > 0) {
-        mca_btl_devmem_near_paths(paths, near, sizeof(near));
+        mca_btl_devmem_gpu_nic_paths(paths, near, sizeof(near));
     }
     /* nearest path class first; once one class has a device path, farther ones keep host
      * TCP (unknown paths are one class: without locality every interface is tried).
@@ -847,7 +847,7 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     free(refused);
     /* require: every interface that was a candidate; farther ones were not */
     if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on + far < c->num_modules) {
-        mca_btl_devmem_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
+        mca_btl_devmem_show_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
         mca_btl_devmem_dev_fini();
         return OPAL_ERR_NOT_AVAILABLE;
     }

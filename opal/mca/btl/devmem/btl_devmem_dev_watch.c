@@ -20,7 +20,7 @@
 static struct {
     bool gone; /* it closed under the job */
     bool watched;
-    mca_btl_devmem_watch_t watch;
+    mca_btl_devmem_polled_t watch;
 } helper;
 
 bool mca_btl_devmem_dev_helper_gone(void)
@@ -115,7 +115,7 @@ static void helper_closed(int fd, short flags, void *arg)
     if (n > 0 || (n < 0 && (EAGAIN == errno || EWOULDBLOCK == errno || EINTR == errno))) {
         return;
     }
-    (void) mca_btl_devmem_watch_set(&helper.watch, 0);
+    (void) mca_btl_devmem_pollset_set(&helper.watch, 0);
     helper.watched = false;
     helper.gone = true;
     DEVMEM_VERBOSE(1, "devmem-helperd closed its connection (%s): the bindings it made for "
@@ -144,9 +144,9 @@ void mca_btl_devmem_dev_watch_helper(void)
     if (fd < 0) {
         return;
     }
-    mca_btl_devmem_watch_init(&helper.watch, fd, helper_closed, NULL);
+    mca_btl_devmem_pollset_init(&helper.watch, fd, helper_closed, NULL);
     helper.watched = true;
-    if (0 != mca_btl_devmem_watch_add(&helper.watch, OPAL_EV_READ)) {
+    if (0 != mca_btl_devmem_pollset_add(&helper.watch, OPAL_EV_READ)) {
         DEVMEM_VERBOSE(5, "devmem-helperd's connection cannot be watched: a helper restart "
                        "shows only when plain data arrives");
     }
@@ -218,7 +218,7 @@ void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
 void mca_btl_devmem_dev_unwatch_helper(void)
 {
     if (helper.watched) {
-        (void) mca_btl_devmem_watch_set(&helper.watch, 0);
+        (void) mca_btl_devmem_pollset_set(&helper.watch, 0);
         helper.watched = false;
     }
     helper.gone = false;

@@ -283,7 +283,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
     df->rx_dev = dev;
     mca_btl_devmem_devflow_rx_state(df, MCA_BTL_DEVMEM_DF_RX_OPEN, "adopted");
     mca_btl_devmem_tune_socket(sd);
-    mca_btl_devmem_watch_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, df);
+    mca_btl_devmem_pollset_init(&df->rx_watch, sd, mca_btl_devmem_devflow_rx_cb, df);
     if (0 != (rc = mca_btl_devmem_devflow_rx_serve_lane(df))) {
         mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
         return -1;
@@ -320,7 +320,7 @@ static void unclaimed_read(mca_btl_devmem_held_t *h)
                                  "closed by its peer before a control connection named it");
         return;
     }
-    (void) mca_btl_devmem_watch_set(&h->watch, 0);
+    (void) mca_btl_devmem_pollset_set(&h->watch, 0);
 }
 
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,

@@ -35,7 +35,7 @@ BEGIN_C_DECLS
 /* ep's peer asked for our lanes: connect to its device-flow port, if it has one. */
 void mca_btl_devmem_devflow_start(mca_btl_devmem_endpoint_t *ep);
 
-/* Lanes on demand (btl_devmem_devflow_want.c). Under ep's lock, as a get that could take
+/* Lanes on demand (btl_devmem_devflow_lanes.c). Under ep's lock, as a get that could take
  * lanes is placed: the rdma layer's park (btl_devmem_rdma.h). After it, when it said so:
  * ask the peer for its lanes. */
 int mca_btl_devmem_devflow_park(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get);

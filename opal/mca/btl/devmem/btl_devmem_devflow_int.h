@@ -94,7 +94,7 @@ struct mca_btl_devmem_devflow {
     enum mca_btl_devmem_devflow_tx_state tx_state;
     int tx_sd;                      /* CONNECTING: -1 between attempts */
     unsigned int tx_attempts;       /* connects made so far */
-    mca_btl_devmem_watch_t tx_watch; /* write: room to send; read: completions on the error
+    mca_btl_devmem_polled_t tx_watch; /* write: room to send; read: completions on the error
                                       * queue (real kernel) or the peer closing */
     opal_list_t tx_queue;           /* raw GET_RESP frags (no header on the wire) */
     opal_list_t tx_wait;            /* devmem TX frags sent, awaiting their completions */
@@ -106,7 +106,7 @@ struct mca_btl_devmem_devflow {
      * change under the endpoint's lock, since btl_get reads them from any thread. */
     enum mca_btl_devmem_devflow_rx_state rx_state;
     int rx_sd;
-    mca_btl_devmem_watch_t rx_watch;
+    mca_btl_devmem_polled_t rx_watch;
     struct mca_btl_devmem_dev *rx_dev; /* the module whose pool it lands in */
     int rx_qpos;                     /* its RX queue's place among rx_dev's queues; -1: not
                                       * known yet, -2: not knowable (real kernel) */
@@ -139,7 +139,7 @@ struct mca_btl_devmem_devflows {
 };
 
 /* What the device flows keep of each peer, on its endpoint (mca_btl_devmem_endpoint_state):
- * the lanes to and from it, NULL until used, and lanes on demand (btl_devmem_devflow_want.c)
+ * the lanes to and from it, NULL until used, and lanes on demand (btl_devmem_devflow_lanes.c)
  * under the endpoint's lock. Asking side: whether we asked the peer for its lanes (enum
  * mca_btl_devmem_lanes_ask), the gets waiting for them, and when a get last took them
  * (seconds, mca_btl_devmem_devflow_clock); answering side: whether it asked us, and whether
@@ -297,7 +297,7 @@ bool mca_btl_devmem_devflow_gather_busy(const struct mca_btl_devmem_gather_pipe 
 /* Free what p holds (its lanes have closed). */
 void mca_btl_devmem_devflow_gather_fini(struct mca_btl_devmem_gather_pipe *p);
 
-/* Lanes on demand (btl_devmem_devflow_want.c), dispatch lock held. Asking side: a lane from
+/* Lanes on demand (btl_devmem_devflow_lanes.c), dispatch lock held. Asking side: a lane from
  * ep's peer opened, or none will (why): the gets waiting for lanes are asked for now.
  * Answering side: a lane to ep's peer gave up; when none is left coming or open and the
  * peer asked, tell it none will come. */

@@ -35,7 +35,7 @@ int mca_btl_devmem_devflow_rx_serve_lane(struct mca_btl_devmem_devflow *df)
     if (NULL != rx_server && 0 == rx_server->take(rx_server->ctx, df)) {
         return 0;
     }
-    return mca_btl_devmem_watch_set(&df->rx_watch, OPAL_EV_READ);
+    return mca_btl_devmem_pollset_set(&df->rx_watch, OPAL_EV_READ);
 }
 
 /* ---------------------------------------------------------------- statistics */
@@ -88,7 +88,7 @@ static void rx_close(struct mca_btl_devmem_devflow *df, const char *why)
     }
     sd = df->rx_sd;
     if (MCA_BTL_DEVMEM_DF_RX_OPEN == df->rx_state) {
-        (void) mca_btl_devmem_watch_set(&df->rx_watch, 0);
+        (void) mca_btl_devmem_pollset_set(&df->rx_watch, 0);
         /* the kernel's order: tokens back, then the socket's devmem state, then the fd */
         if (0 != devmem_ledger_close(&df->ledger, &e)) {
             opal_output(0, "btl:devmem: returning device-flow tokens at close: %s", e.msg);

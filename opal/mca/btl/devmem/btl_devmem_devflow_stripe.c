@@ -127,7 +127,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     if (0 == open) {
         return false;
     }
-    dp->lanes_used = mca_btl_devmem_devflow_clock(); /* not idle: see devflow_want.c */
+    dp->lanes_used = mca_btl_devmem_devflow_clock(); /* not idle: see devflow_lanes.c */
     req->hdr.flags = MCA_BTL_DEVMEM_FLAG_DEVFLOW;
     n = open > 1 && stripe->nchunks > 1 ? stripe->nchunks : 1;
     if (n <= 1) {

@@ -36,7 +36,7 @@ static short tx_want(struct mca_btl_devmem_devflow *df, bool blocked)
 static void attempt_close(struct mca_btl_devmem_devflow *df)
 {
     if (df->tx_sd >= 0) {
-        (void) mca_btl_devmem_watch_set(&df->tx_watch, 0);
+        (void) mca_btl_devmem_pollset_set(&df->tx_watch, 0);
         close(df->tx_sd);
         df->tx_sd = -1;
         mca_btl_devmem_devflow_fd_count(-1);
@@ -72,8 +72,8 @@ static int attempt(struct mca_btl_devmem_devflow *df)
     df->tx_sd = sd;
     df->tx_attempts++;
     mca_btl_devmem_devflow_fd_count(1);
-    mca_btl_devmem_watch_init(&df->tx_watch, sd, tx_watch_cb, df);
-    if (0 != (rc = mca_btl_devmem_watch_set(&df->tx_watch, OPAL_EV_WRITE))) {
+    mca_btl_devmem_pollset_init(&df->tx_watch, sd, tx_watch_cb, df);
+    if (0 != (rc = mca_btl_devmem_pollset_set(&df->tx_watch, OPAL_EV_WRITE))) {
         attempt_close(df);
         return rc;
     }
@@ -133,7 +133,7 @@ static void connected(struct mca_btl_devmem_devflow *df)
     claim->hdr.addr = 0; /* reserved: the address is the control connection's */
     claim->hdr.id = port;
     mca_btl_devmem_devflow_tx_state(df, MCA_BTL_DEVMEM_DF_TX_OPEN, "connected and named");
-    if (0 != (rc = mca_btl_devmem_watch_set(&df->tx_watch, tx_want(df, false)))) {
+    if (0 != (rc = mca_btl_devmem_pollset_set(&df->tx_watch, tx_want(df, false)))) {
         mca_btl_devmem_frag_return(claim);
         mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
         return;
@@ -397,7 +397,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
     }
     if (0 == rc) {
         /* writable while blocked; readable while the real kernel still owes completions */
-        rc = mca_btl_devmem_watch_set(&df->tx_watch, tx_want(df, blocked));
+        rc = mca_btl_devmem_pollset_set(&df->tx_watch, tx_want(df, blocked));
         if (rc < 0) {
             snprintf(why, sizeof(why), "cannot watch it: %s", strerror(-rc));
             rc = -1;
@@ -519,7 +519,7 @@ void mca_btl_devmem_devflow_tx_close(struct mca_btl_devmem_devflow *df, bool ord
             }
             OBJ_DESTRUCT(&done);
         }
-        (void) mca_btl_devmem_watch_set(&df->tx_watch, 0);
+        (void) mca_btl_devmem_pollset_set(&df->tx_watch, 0);
         if (NULL != mca_btl_devmem_dev_kernel()) {
             struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
             k->ops->sock_close(k, df->tx_sd);

@@ -33,7 +33,7 @@
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_conn.h"
 #include "btl_devmem_progress.h"
-#include "btl_devmem_watch.h"
+#include "btl_devmem_pollset.h"
 
 
 static void ep_cb(int sd, short flags, void *arg);
@@ -46,7 +46,7 @@ static void ep_construct(mca_btl_devmem_endpoint_t *ep)
     ep->state = MCA_BTL_DEVMEM_EP_CLOSED; /* where every endpoint starts: no trace */
     ep->sd = -1;
     ep->conn_counted = false;
-    mca_btl_devmem_watch_init(&ep->watch, -1, ep_cb, ep);
+    mca_btl_devmem_pollset_init(&ep->watch, -1, ep_cb, ep);
     OBJ_CONSTRUCT(&ep->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&ep->send_queue, opal_list_t);
     OBJ_CONSTRUCT(&ep->pending_gets, opal_list_t);
@@ -156,7 +156,7 @@ const char *mca_btl_devmem_endpoint_peer_host(const mca_btl_devmem_endpoint_t *e
 void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd)
 {
     ep->sd = sd;
-    mca_btl_devmem_watch_init(&ep->watch, sd, ep_cb, ep);
+    mca_btl_devmem_pollset_init(&ep->watch, sd, ep_cb, ep);
     if (!ep->conn_counted) {
         (void) __atomic_fetch_add(&live_conns, 1, __ATOMIC_RELAXED);
         ep->conn_counted = true;
@@ -167,14 +167,14 @@ void mca_btl_devmem_endpoint_attach(mca_btl_devmem_endpoint_t *ep, int sd)
  * has dropped the lock: a connection nobody watches would hang the job). */
 static int send_event_set(mca_btl_devmem_endpoint_t *ep, bool on)
 {
-    return on ? mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE)
-              : mca_btl_devmem_watch_del(&ep->watch, OPAL_EV_WRITE);
+    return on ? mca_btl_devmem_pollset_add(&ep->watch, OPAL_EV_WRITE)
+              : mca_btl_devmem_pollset_del(&ep->watch, OPAL_EV_WRITE);
 }
 
 /* Drop the socket and its events; the state is the caller's to set. */
 void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
 {
-    (void) mca_btl_devmem_watch_set(&ep->watch, 0);
+    (void) mca_btl_devmem_pollset_set(&ep->watch, 0);
     if (ep->tx_window) {
         ep->tx_window = false;
         mca_btl_devmem_progress_writer(false);
@@ -296,7 +296,7 @@ static void ep_fail(mca_btl_devmem_endpoint_t *ep, const char *why, int err, boo
             ep->fail_err = err;
             (void) snprintf(ep->fail_why, sizeof(ep->fail_why), "%s", why);
             __atomic_store_n(&ep->fail_pending, true, __ATOMIC_RELEASE);
-            if (0 == mca_btl_devmem_watch_add(&ep->watch, OPAL_EV_WRITE)) {
+            if (0 == mca_btl_devmem_pollset_add(&ep->watch, OPAL_EV_WRITE)) {
                 OPAL_THREAD_UNLOCK(&ep->lock);
                 return;
             }

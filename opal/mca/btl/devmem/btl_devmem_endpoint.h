@@ -12,7 +12,7 @@
 #include "btl_devmem_proc.h"
 #include "btl_devmem_progress.h"
 #include "btl_devmem_rxframe.h"
-#include "btl_devmem_watch.h"
+#include "btl_devmem_pollset.h"
 
 BEGIN_C_DECLS
 
@@ -39,7 +39,7 @@ struct mca_btl_base_endpoint_t {
     bool timer_armed;
     unsigned int conn_attempts;    /* connects made since the peer last answered */
     bool conn_counted;             /* counted among the live connections */
-    mca_btl_devmem_watch_t watch;  /* sd's readiness (btl_devmem_watch.h) */
+    mca_btl_devmem_polled_t watch;  /* sd's readiness (btl_devmem_pollset.h) */
 
     /* send side */
     opal_list_t send_queue;        /* mca_btl_devmem_frag_t, in wire order */

@@ -63,7 +63,7 @@ int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
     return OPAL_SUCCESS;
 }
 
-/* Under the dispatch lock: the endpoint's socket leaves the set (btl_devmem_watch.h). */
+/* Under the dispatch lock: the endpoint's socket leaves the set (btl_devmem_pollset.h). */
 static void endpoint_release(mca_btl_devmem_module_t *m, mca_btl_devmem_endpoint_t *ep)
 {
     mca_btl_devmem_dispatch_lock();

@@ -205,15 +205,16 @@ int mca_btl_devmem_params_register(void)
     c->idle = "adaptive";
     reg("idle",
         "How a rank that waits in MPI shares its core with other tasks. \"adaptive\": "
-        "while another task wants the core and our connections have been quiet 10 "
-        "us, hand the core over (yield; on a core shared with the peer when yields stop "
+        "while another task wants the core and our connections have been quiet 10 us, "
+        "hand the core over (yield; on a core shared with the peer when yields stop "
         "handing it over or during a window of transfers, and beside unrelated busy "
-        "processes during such a window, sleep on the sockets up to 1 ms), timing the waits and spinning instead where that brings the "
-        "answer sooner; a rank alone on its core spins. It decides instead of "
-        "mpi_yield_when_idle, so that setting is not needed (and costs nothing). "
-        "\"yield\": hand over by yielding only, never sleep nor spin to measure "
-        "(ranks of one oversubscribed node may prefer it). \"spin\": never hand "
-        "over, like btl/tcp; mpi_yield_when_idle then yields as Open MPI does",
+        "processes during such a window, sleep on the sockets up to 1 ms), timing the "
+        "waits and spinning instead where that brings the answer sooner; a rank alone on "
+        "its core spins. It decides instead of mpi_yield_when_idle, so that setting is "
+        "not needed (and costs nothing). \"yield\": hand over by yielding only, never "
+        "sleep nor spin to measure (ranks of one oversubscribed node may prefer it). "
+        "\"spin\": never hand over, like btl/tcp; mpi_yield_when_idle then yields as "
+        "Open MPI does",
         OPAL_INFO_LVL_5, &c->idle);
 
     c->push = 64 * 1024;
@@ -309,7 +310,7 @@ static int check_ranges(void)
         snprintf(value, sizeof(value), "%d", c->push);
     }
     if (NULL != name) {
-        mca_btl_devmem_help_local("bad devmem param", name, value, valid);
+        mca_btl_devmem_show_help_local("bad devmem param", name, value, valid);
         return OPAL_ERR_BAD_PARAM;
     }
     return OPAL_SUCCESS;
@@ -344,7 +345,7 @@ static int parse_devflows(mca_btl_devmem_component_t *c)
     }
     if (0 != errno || lanes < 1 || lanes > MCA_BTL_DEVMEM_DEVFLOWS_MAX || '\0' != *end
         || fds > 1ul << 30 || idle > 86400) {
-        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_devflows", s,
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_devflows", s,
                                   "LANES (1 to 16), then optionally \",fds=N\" (descriptors, 0 to "
                                   "1073741824) and \",idle=S\" (seconds, 0 to 86400), e.g. "
                                   "\"4,fds=2000,idle=60\"");
@@ -375,7 +376,7 @@ static int parse_ports(mca_btl_devmem_component_t *c)
         }
     }
     if (NULL == end || '\0' != *end || lo < 1 || hi > 65535 || lo > hi) {
-        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_ports", c->ports,
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_ports", c->ports,
                                   "LOW-HIGH, 1 <= LOW <= HIGH <= 65535 (e.g. 41000-41999), "
                                   "or empty");
         return OPAL_ERR_BAD_PARAM;
@@ -484,7 +485,7 @@ static int parse_testing(mca_btl_devmem_component_t *c)
             *eq = '\0';
         }
         if (NULL == eq || !testing_set(c, item, eq + 1)) {
-            mca_btl_devmem_help_local("bad devmem param", "btl_devmem_testing", c->testing,
+            mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_testing", c->testing,
                                       "comma-separated key=value: fault=NAME, fault_rank, "
                                       "fault_after, linear_pct (0-100), seed, tx_host (0 or "
                                       "1), gather_lag (0-1000), poll_max (0-4096), "
@@ -506,7 +507,7 @@ static int parse_idle(mca_btl_devmem_component_t *c)
     } else if (0 == strcmp(c->idle, "spin")) {
         c->idle_mode = MCA_BTL_DEVMEM_IDLE_SPIN;
     } else {
-        mca_btl_devmem_help_local("bad devmem param", "btl_devmem_idle", c->idle,
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_idle", c->idle,
                                   "adaptive, yield or spin");
         return OPAL_ERR_BAD_PARAM;
     }

@@ -78,7 +78,7 @@ static void look(int fd, short flags, void *arg)
     DEVMEM_VERBOSE(10, "the job's PML is %s", pml->mca_component_name);
     if (drives_no_btl(pml->mca_component_name) && named_by_user()
         && 0 == opal_proc_local_get()->proc_name.vpid) {
-        mca_btl_devmem_help_local("pml drives no btl", pml->mca_component_name,
+        mca_btl_devmem_show_help_local("pml drives no btl", pml->mca_component_name,
                                   pml->mca_component_name);
     }
 }

@@ -5,8 +5,8 @@
 #include "btl_devmem_devflow.h"
 #include "btl_devmem_endpoint.h"
 #include "btl_devmem_params.h"
-#include "btl_devmem_waitway.h"
-#include "btl_devmem_watch.h"
+#include "btl_devmem_idle_choice.h"
+#include "btl_devmem_pollset.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -18,12 +18,12 @@
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/proc.h"
 
-/* The idle policy's state below is the dispatch lock's (btl_devmem_watch.h); the activity
+/* The idle policy's state below is the dispatch lock's (btl_devmem_pollset.h); the activity
  * count and the endpoints' count of live connections change in any thread: atomics. */
 static uint64_t seen_activity;
 static uint64_t quiet_since_ns; /* 0: there was activity at the last call */
 static bool window_wait;        /* the current wait began inside a window of transfers */
-static struct mca_btl_devmem_waitway way;
+static struct mca_btl_devmem_idle_choice way;
 static bool way_ready;
 
 /* The policy's times (btl_devmem_idle adaptive): quiet before a contended rank yields, the
@@ -197,8 +197,8 @@ static bool spun_enough(uint64_t now)
 static void way_start(uint64_t now)
 {
     if (!way_ready) {
-        mca_btl_devmem_waitway_init(&way, bound_to_one_cpu(now) ? WAITWAY_HANDOVER
-                                                               : WAITWAY_SPIN);
+        mca_btl_devmem_idle_choice_init(&way, bound_to_one_cpu(now) ? IDLE_CHOICE_HANDOVER
+                                                               : IDLE_CHOICE_SPIN);
         way_ready = true;
     }
 }
@@ -228,7 +228,7 @@ static int sleep_on_sockets(mca_btl_devmem_component_t *c, bool in_wait_loop)
     if (!in_wait_loop) {
         return 0;
     }
-    ran = mca_btl_devmem_watch_dispatch(IDLE_BLOCK_US);
+    ran = mca_btl_devmem_pollset_dispatch(IDLE_BLOCK_US);
     c->stats.idle_blocks++;
     last_quiet_call_ns = mca_btl_devmem_now_ns(); /* the next call is back to back again */
     return ran;
@@ -280,7 +280,7 @@ static int idle(mca_btl_devmem_component_t *c, uint64_t now)
     }
     way_start(now);
     if (MCA_BTL_DEVMEM_IDLE_ADAPTIVE == c->idle_mode && !node_oversubscribed()
-        && WAITWAY_SPIN == mca_btl_devmem_waitway_now(&way) && !spun_enough(now)) {
+        && IDLE_CHOICE_SPIN == mca_btl_devmem_idle_choice_now(&way) && !spun_enough(now)) {
         return 0; /* measured: the answer comes sooner to a rank that keeps its core */
     }
     if (now < shared_until_ns) {
@@ -316,9 +316,9 @@ static void wait_ended(mca_btl_devmem_component_t *c)
     tries = way.tries;
     switches = way.switches;
     if (now >= contended_until_ns && now >= shared_until_ns) {
-        mca_btl_devmem_waitway_untimed(&way, now); /* nobody else wants the core */
+        mca_btl_devmem_idle_choice_untimed(&way, now); /* nobody else wants the core */
     } else {
-        mca_btl_devmem_waitway_record(&way, now - quiet_since_ns, now);
+        mca_btl_devmem_idle_choice_record(&way, now - quiet_since_ns, now);
         c->stats.idle_waits_timed++;
     }
     if (OPAL_UNLIKELY(way.tries != tries || way.switches != switches)) { /* once an epoch */
@@ -374,7 +374,7 @@ int mca_btl_devmem_progress(void)
         }
         return 0;
     }
-    ran = mca_btl_devmem_watch_dispatch(0);
+    ran = mca_btl_devmem_pollset_dispatch(0);
     if (OPAL_UNLIKELY(c->unbind_after > 0)) {
         mca_btl_devmem_dev_testing_unbind(c->stats.rx_dmabuf);
     }

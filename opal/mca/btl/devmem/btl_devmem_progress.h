@@ -40,7 +40,7 @@
  * All of that is right when the task beside us is the peer, and wrong when it is a busy process
  * of no concern to us: a yield gives it a whole slice, a sleep costs a wake-up, and the answer
  * comes from another core anyway. So (adaptive, not yield) the waits on a contended core of a
- * rank that does not sleep for it are timed and btl_devmem_waitway.h picks the faster way: hand
+ * rank that does not sleep for it are timed and btl_devmem_idle_choice.h picks the faster way: hand
  * over as above, or spin (a rank bound to one CPU for at most 500 us, then hand over all the
  * same; one the scheduler may move for as long as it waits).
  *
@@ -77,7 +77,7 @@ static inline void mca_btl_devmem_progress_writer(bool blocked)
 }
 
 /* The component's btl_progress: registered by the BML, run at every opal_progress. Polls
- * our sockets (btl_devmem_watch.h), then yields or sleeps as above; in one thread at a time
+ * our sockets (btl_devmem_pollset.h), then yields or sleeps as above; in one thread at a time
  * (the dispatch lock, taken with a try-lock: the others return at once). */
 int mca_btl_devmem_progress(void);
 

@@ -14,7 +14,7 @@
 #include "btl_devmem_dev.h"
 #include "btl_devmem_reg.h"
 #include "btl_devmem_endpoint.h"
-#include "btl_devmem_ompi.h"
+#include "btl_devmem_ompi_compat.h"
 #include "btl_devmem_push.h"
 
 #include "devmem/cudrv.h"

@@ -66,7 +66,7 @@ static struct {
     struct rxthread *t;
     int n;
     int notify_fd;
-    mca_btl_devmem_watch_t notify_watch;
+    mca_btl_devmem_polled_t notify_watch;
     pthread_mutex_t out_lock; /* leaf: the queue below */
     struct handed *q;
     size_t qn, qcap;
@@ -610,8 +610,8 @@ int mca_btl_devmem_rxthreads_start(int n)
     if ((rxt.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         rc = -errno;
     } else {
-        mca_btl_devmem_watch_init(&rxt.notify_watch, rxt.notify_fd, notify_cb, NULL);
-        rc = mca_btl_devmem_watch_set(&rxt.notify_watch, OPAL_EV_READ);
+        mca_btl_devmem_pollset_init(&rxt.notify_watch, rxt.notify_fd, notify_cb, NULL);
+        rc = mca_btl_devmem_pollset_set(&rxt.notify_watch, OPAL_EV_READ);
     }
     for (int i = 0; i < n && 0 == rc; i++) {
         rxt.n = i + 1;
@@ -678,7 +678,7 @@ void mca_btl_devmem_rxthreads_stop(void)
     rxt.q = rxt.spare = NULL;
     rxt.qn = rxt.qcap = rxt.spare_cap = 0;
     if (rxt.notify_fd >= 0) {
-        (void) mca_btl_devmem_watch_set(&rxt.notify_watch, 0);
+        (void) mca_btl_devmem_pollset_set(&rxt.notify_watch, 0);
         close(rxt.notify_fd);
         rxt.notify_fd = -1;
     }

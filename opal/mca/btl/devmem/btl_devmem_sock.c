@@ -285,7 +285,7 @@ static void listener_resume(int fd, short flags, void *arg)
 
     mca_btl_devmem_dispatch_lock(); /* a libevent timer: out of the callbacks' way */
     l->paused = false;
-    if (l->fd >= 0 && 0 != mca_btl_devmem_watch_set(&l->watch, OPAL_EV_READ)) {
+    if (l->fd >= 0 && 0 != mca_btl_devmem_pollset_set(&l->watch, OPAL_EV_READ)) {
         DEVMEM_VERBOSE(1, "cannot watch %s again: new connections wait in its backlog",
                        l->where);
     }
@@ -297,7 +297,7 @@ void mca_btl_devmem_listener_init(struct mca_btl_devmem_listener *l, const char 
 {
     l->fd = -1;
     l->port = 0;
-    mca_btl_devmem_watch_init(&l->watch, -1, listener_cb, l);
+    mca_btl_devmem_pollset_init(&l->watch, -1, listener_cb, l);
     snprintf(l->where, sizeof(l->where), "%s", where);
     l->cb = cb;
     l->arg = arg;
@@ -309,13 +309,13 @@ void mca_btl_devmem_listener_init(struct mca_btl_devmem_listener *l, const char 
 
 int mca_btl_devmem_listener_start(struct mca_btl_devmem_listener *l)
 {
-    mca_btl_devmem_watch_init(&l->watch, l->fd, listener_cb, l);
-    return mca_btl_devmem_watch_set(&l->watch, OPAL_EV_READ);
+    mca_btl_devmem_pollset_init(&l->watch, l->fd, listener_cb, l);
+    return mca_btl_devmem_pollset_set(&l->watch, OPAL_EV_READ);
 }
 
 void mca_btl_devmem_listener_close(struct mca_btl_devmem_listener *l)
 {
-    (void) mca_btl_devmem_watch_set(&l->watch, 0);
+    (void) mca_btl_devmem_pollset_set(&l->watch, 0);
     if (l->paused) {
         opal_event_del(&l->resume);
         l->paused = false;
@@ -342,7 +342,7 @@ static void listener_pause(struct mca_btl_devmem_listener *l, int err)
     mca_btl_devmem_component.stats.accept_pauses++;
     DEVMEM_VERBOSE(5, "accept on %s: %s; pausing it for %u ms", l->where, strerror(err),
                    l->pause_ms);
-    (void) mca_btl_devmem_watch_set(&l->watch, 0);
+    (void) mca_btl_devmem_pollset_set(&l->watch, 0);
     opal_event_evtimer_add(&l->resume, &tv);
     l->paused = true;
     l->pause_ms = l->pause_ms * 2 < ACCEPT_PAUSE_MAX_MS ? l->pause_ms * 2 : ACCEPT_PAUSE_MAX_MS;
@@ -512,8 +512,8 @@ mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
     h->got = 0;
     snprintf(h->peer, sizeof(h->peer), AF_INET6 == addr->family ? "[%s]:%u" : "%s:%u",
              mca_btl_devmem_ip_str(addr, text, sizeof(text)), (unsigned) port);
-    mca_btl_devmem_watch_init(&h->watch, sd, held_readable, h);
-    if (NULL != on_read && 0 != mca_btl_devmem_watch_set(&h->watch, OPAL_EV_READ)) {
+    mca_btl_devmem_pollset_init(&h->watch, sd, held_readable, h);
+    if (NULL != on_read && 0 != mca_btl_devmem_pollset_set(&h->watch, OPAL_EV_READ)) {
         DEVMEM_VERBOSE(5, "cannot watch a %s from %s on %s", kind, h->peer, itf);
         close(sd);
         OBJ_RELEASE(h);
@@ -529,7 +529,7 @@ mca_btl_devmem_held_t *mca_btl_devmem_held_new(opal_list_t *list, int sd,
 void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, enum mca_btl_devmem_held_end end,
                               const char *why)
 {
-    (void) mca_btl_devmem_watch_set(&h->watch, 0);
+    (void) mca_btl_devmem_pollset_set(&h->watch, 0);
     opal_event_del(&h->timer);
     opal_list_remove_item(h->list, &h->super);
     h->from->held--;

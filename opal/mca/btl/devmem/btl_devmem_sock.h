@@ -100,7 +100,7 @@ struct mca_btl_devmem_held {
     uint16_t port;                  /* ... host byte order */
     char peer[MCA_BTL_DEVMEM_IP_STRLEN + 8]; /* [address]:port */
     opal_event_t timer;
-    mca_btl_devmem_watch_t watch;   /* readable: on_read runs (when set) */
+    mca_btl_devmem_polled_t watch;   /* readable: on_read runs (when set) */
     mca_btl_devmem_held_read_fn on_read;
     struct mca_btl_devmem_hello hello; /* what it said so far (mca_btl_devmem_held_hello) */
     size_t got;

@@ -14,7 +14,7 @@
 #include "btl_devmem.h"
 #include "btl_devmem_dev.h"
 #include "btl_devmem_stats.h"
-#include "btl_devmem_watch.h"
+#include "btl_devmem_pollset.h"
 
 #include "devmem/emul.h"
 

@@ -4,8 +4,8 @@
  * one place, so that the other files read the same for both. The series is told by the BTL
  * interface version: 3.1 in Open MPI 4.1, 3.3 in 5.0.
  */
-#ifndef MCA_BTL_DEVMEM_OMPI_H
-#define MCA_BTL_DEVMEM_OMPI_H
+#ifndef MCA_BTL_DEVMEM_OMPI_COMPAT_H
+#define MCA_BTL_DEVMEM_OMPI_COMPAT_H
 
 #include "opal_config.h"
 
@@ -36,7 +36,7 @@
  * 4.1's forwarding of show_help to mpirun loses long messages sent during MPI_Init (mpirun
  * says "Data unpack would read past end of buffer" instead), and the user errors found there
  * are the ones a user must see; every series prints them this one way. */
-void mca_btl_devmem_help_local(const char *topic, ...);
+void mca_btl_devmem_show_help_local(const char *topic, ...);
 
 /* Modex scope: 5.0 passes PMIx's own constants, 4.1 its wrapper's. */
 #if BTL_VERSION >= 330
@@ -123,4 +123,4 @@ static inline bool mca_btl_devmem_accelerator_is_device(const void *ptr)
 }
 #endif
 
-#endif /* MCA_BTL_DEVMEM_OMPI_H */
+#endif /* MCA_BTL_DEVMEM_OMPI_COMPAT_H */

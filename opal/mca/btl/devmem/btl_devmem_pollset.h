@@ -28,50 +28,50 @@
  * watch or change what it wants, but a watch leaves the set, and its memory goes, only
  * under the dispatch lock; so a dispatch never fires a watch that another thread freed.
  */
-#ifndef MCA_BTL_DEVMEM_WATCH_H
-#define MCA_BTL_DEVMEM_WATCH_H
+#ifndef MCA_BTL_DEVMEM_POLLSET_H
+#define MCA_BTL_DEVMEM_POLLSET_H
 
 #include "opal_config.h"
 
 #include <stdbool.h>
 
-#include "btl_devmem_ompi.h"
+#include "btl_devmem_ompi_compat.h"
 
 BEGIN_C_DECLS
 
 /* flags: OPAL_EV_READ and/or OPAL_EV_WRITE, as with libevent (an error or hangup on the
  * socket reports both, restricted to what the watch asked for) */
-typedef void (*mca_btl_devmem_watch_cb_t)(int fd, short flags, void *arg);
+typedef void (*mca_btl_devmem_polled_cb_t)(int fd, short flags, void *arg);
 
-typedef struct mca_btl_devmem_watch {
+typedef struct mca_btl_devmem_polled {
     int fd;
     short want; /* OPAL_EV_READ | OPAL_EV_WRITE now in the set; 0: not in it */
     int slot;   /* its place in the set, -1: none */
-    mca_btl_devmem_watch_cb_t cb;
+    mca_btl_devmem_polled_cb_t cb;
     void *arg;
-} mca_btl_devmem_watch_t;
+} mca_btl_devmem_polled_t;
 
 /* The set itself, for the component's open and close; poll_max: sockets polled with poll()
  * before the set moves to epoll (0: epoll from the start). 0 or -errno. */
-int mca_btl_devmem_watch_open(int poll_max);
-void mca_btl_devmem_watch_close(void);
+int mca_btl_devmem_pollset_open(int poll_max);
+void mca_btl_devmem_pollset_close(void);
 
 /* A watch for fd, not yet in the set (never re-initialize one that is in it). */
-void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem_watch_cb_t cb,
+void mca_btl_devmem_pollset_init(mca_btl_devmem_polled_t *w, int fd, mca_btl_devmem_polled_cb_t cb,
                                void *arg);
 
 /* What to be told about from now on (0: nothing, the watch leaves the set; call that before
  * closing fd or freeing w). 0 or -errno. */
-int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want);
+int mca_btl_devmem_pollset_set(mca_btl_devmem_polled_t *w, short want);
 
-static inline int mca_btl_devmem_watch_add(mca_btl_devmem_watch_t *w, short flags)
+static inline int mca_btl_devmem_pollset_add(mca_btl_devmem_polled_t *w, short flags)
 {
-    return mca_btl_devmem_watch_set(w, (short) (w->want | flags));
+    return mca_btl_devmem_pollset_set(w, (short) (w->want | flags));
 }
 
-static inline int mca_btl_devmem_watch_del(mca_btl_devmem_watch_t *w, short flags)
+static inline int mca_btl_devmem_pollset_del(mca_btl_devmem_polled_t *w, short flags)
 {
-    return mca_btl_devmem_watch_set(w, (short) (w->want & ~flags));
+    return mca_btl_devmem_pollset_set(w, (short) (w->want & ~flags));
 }
 
 /* The dispatch lock (above). trylock fails where another thread holds it, and where this
@@ -83,11 +83,11 @@ bool mca_btl_devmem_dispatch_held(void);
 
 /* Run the callbacks of the ready watches, sleeping up to timeout_us (0: not at all) for
  * one to become ready; the number run. The caller holds the dispatch lock. */
-int mca_btl_devmem_watch_dispatch(int timeout_us);
+int mca_btl_devmem_pollset_dispatch(int timeout_us);
 
 /* The same without sleeping, taking the dispatch lock with a try-lock: 0 where it is held. */
-int mca_btl_devmem_watch_poll(void);
+int mca_btl_devmem_pollset_poll(void);
 
 END_C_DECLS
 
-#endif /* MCA_BTL_DEVMEM_WATCH_H */
+#endif /* MCA_BTL_DEVMEM_POLLSET_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Our sockets' readiness, polled from our progress function: see btl_devmem_watch.h. */
-#include "btl_devmem_watch.h"
+/* Our sockets' readiness, polled from our progress function: see btl_devmem_pollset.h. */
+#include "btl_devmem_pollset.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #define EPOLL_BATCH 32
 #define TICK_US 1000 /* the libevent fallback's period (libevent itself runs every 10 ms) */
 
-/* The dispatch lock (btl_devmem_watch.h): a mutex, and per thread how deep it holds it. */
+/* The dispatch lock (btl_devmem_pollset.h): a mutex, and per thread how deep it holds it. */
 static pthread_mutex_t dispatch_mutex = PTHREAD_MUTEX_INITIALIZER;
 static __thread int dispatch_depth;
 
@@ -29,7 +29,7 @@ static pthread_mutex_t set_mutex = PTHREAD_MUTEX_INITIALIZER;
  * that leaves the set while a dispatch runs leaves a hole (NULL, fd -1) that is closed
  * once the dispatch is over, so that a callback may close another connection (and free its
  * watch) that is also ready. */
-static mca_btl_devmem_watch_t **watches;
+static mca_btl_devmem_polled_t **watches;
 static struct pollfd *pfds;
 static int count, cap, holes;
 static int poll_max_sockets = 16;
@@ -77,7 +77,7 @@ static short poll_events(short want)
     return (short) (((want & OPAL_EV_READ) ? POLLIN : 0) | ((want & OPAL_EV_WRITE) ? POLLOUT : 0));
 }
 
-static int epoll_add(mca_btl_devmem_watch_t *w, int op)
+static int epoll_add(mca_btl_devmem_polled_t *w, int op)
 {
     struct epoll_event ev = {0};
 
@@ -127,10 +127,10 @@ static void close_holes(void)
 
 static void tick_cb(int fd, short flags, void *arg)
 {
-    (void) mca_btl_devmem_watch_poll();
+    (void) mca_btl_devmem_pollset_poll();
 }
 
-int mca_btl_devmem_watch_open(int poll_max)
+int mca_btl_devmem_pollset_open(int poll_max)
 {
     struct timeval every = {0, TICK_US};
 
@@ -147,7 +147,7 @@ int mca_btl_devmem_watch_open(int poll_max)
     return 0;
 }
 
-void mca_btl_devmem_watch_close(void)
+void mca_btl_devmem_pollset_close(void)
 {
     if (opened) {
         opal_event_del(&tick);
@@ -166,7 +166,7 @@ void mca_btl_devmem_watch_close(void)
     count = cap = holes = polled_cap = 0;
 }
 
-void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem_watch_cb_t cb,
+void mca_btl_devmem_pollset_init(mca_btl_devmem_polled_t *w, int fd, mca_btl_devmem_polled_cb_t cb,
                                void *arg)
 {
     w->fd = fd;
@@ -176,7 +176,7 @@ void mca_btl_devmem_watch_init(mca_btl_devmem_watch_t *w, int fd, mca_btl_devmem
     w->arg = arg;
 }
 
-static int join(mca_btl_devmem_watch_t *w)
+static int join(mca_btl_devmem_polled_t *w)
 {
     if (count == cap) {
         int ncap = cap > 0 ? 2 * cap : 16;
@@ -202,7 +202,7 @@ static int join(mca_btl_devmem_watch_t *w)
 }
 
 /* Under set_mutex, by the dispatch lock's holder (see set_mutex). */
-static void leave(mca_btl_devmem_watch_t *w)
+static void leave(mca_btl_devmem_polled_t *w)
 {
     int i = w->slot;
 
@@ -221,7 +221,7 @@ static void leave(mca_btl_devmem_watch_t *w)
     }
 }
 
-static int set_locked(mca_btl_devmem_watch_t *w, short want)
+static int set_locked(mca_btl_devmem_polled_t *w, short want)
 {
     short had = w->want;
     int rc = 0;
@@ -263,7 +263,7 @@ static int set_locked(mca_btl_devmem_watch_t *w, short want)
     return rc;
 }
 
-int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
+int mca_btl_devmem_pollset_set(mca_btl_devmem_polled_t *w, short want)
 {
     int rc;
 
@@ -276,7 +276,7 @@ int mca_btl_devmem_watch_set(mca_btl_devmem_watch_t *w, short want)
 /* One ready watch: its callback, told what it asked for (an error or a hangup wakes both
  * directions, as libevent does). Returns 1 when the callback ran. The watch cannot leave
  * the set, nor its memory go, but through this thread: the dispatch lock is ours. */
-static int fire(mca_btl_devmem_watch_t *w, bool in, bool out, bool err)
+static int fire(mca_btl_devmem_polled_t *w, bool in, bool out, bool err)
 {
     short flags = (short) (((in || err) ? OPAL_EV_READ : 0) | ((out || err) ? OPAL_EV_WRITE : 0));
 
@@ -355,7 +355,7 @@ static int dispatch_poll(int timeout_us)
     }
     for (int i = 0; i < n; i++) {
         short re = polled[i].revents;
-        mca_btl_devmem_watch_t *w;
+        mca_btl_devmem_polled_t *w;
 
         if (0 == re) {
             continue;
@@ -381,7 +381,7 @@ static void set_dispatching(bool on)
     (void) pthread_mutex_unlock(&set_mutex);
 }
 
-int mca_btl_devmem_watch_dispatch(int timeout_us)
+int mca_btl_devmem_pollset_dispatch(int timeout_us)
 {
     int ran, epoll_on;
 
@@ -398,14 +398,14 @@ int mca_btl_devmem_watch_dispatch(int timeout_us)
     return ran;
 }
 
-int mca_btl_devmem_watch_poll(void)
+int mca_btl_devmem_pollset_poll(void)
 {
     int ran;
 
     if (!mca_btl_devmem_dispatch_trylock()) {
         return 0;
     }
-    ran = mca_btl_devmem_watch_dispatch(0);
+    ran = mca_btl_devmem_pollset_dispatch(0);
     mca_btl_devmem_dispatch_unlock();
     return ran;
 }

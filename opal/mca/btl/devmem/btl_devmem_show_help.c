@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "btl_devmem_ompi.h"
+#include "btl_devmem_ompi_compat.h"
 
 #define HELP_FILE "help-mpi-btl-devmem.txt"
 
@@ -62,7 +62,7 @@ static char *topic_format(const char *topic)
 }
 #endif
 
-void mca_btl_devmem_help_local(const char *topic, ...)
+void mca_btl_devmem_show_help_local(const char *topic, ...)
 {
     char *text = NULL;
     va_list ap;

@@ -10,8 +10,8 @@
  * to take every interface); the topology is this machine's, or for tests the hwloc XML file
  * of btl_devmem_testing topology=FILE.
  */
-#ifndef MCA_BTL_DEVMEM_NEAR_H
-#define MCA_BTL_DEVMEM_NEAR_H
+#ifndef MCA_BTL_DEVMEM_GPU_NIC_H
+#define MCA_BTL_DEVMEM_GPU_NIC_H
 
 #include "btl_devmem.h"
 
@@ -27,8 +27,8 @@ int mca_btl_devmem_gpu(void);
  * module). All DEVMEM_PATH_UNKNOWN when there is one module, nothing to be near, or no
  * topology; the reason then goes out at verbosity 1. near names what was used ("GPU 0
  * (0000:3b:00.0)") or is empty. */
-void mca_btl_devmem_near_paths(enum devmem_path *paths, char *near, size_t len);
+void mca_btl_devmem_gpu_nic_paths(enum devmem_path *paths, char *near, size_t len);
 
 END_C_DECLS
 
-#endif /* MCA_BTL_DEVMEM_NEAR_H */
+#endif /* MCA_BTL_DEVMEM_GPU_NIC_H */

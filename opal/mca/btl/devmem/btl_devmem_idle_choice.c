@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Spin or hand the core over, chosen on measured waits: btl_devmem_waitway.h */
-#include "btl_devmem_waitway.h"
+/* Spin or hand the core over, chosen on measured waits: btl_devmem_idle_choice.h */
+#include "btl_devmem_idle_choice.h"
 
 #include <string.h>
 
-void mca_btl_devmem_waitway_init(struct mca_btl_devmem_waitway *w,
-                                 enum mca_btl_devmem_wait_way first)
+void mca_btl_devmem_idle_choice_init(struct mca_btl_devmem_idle_choice *w,
+                                 enum mca_btl_devmem_idle_way first)
 {
     memset(w, 0, sizeof(*w));
     w->winner = first;
-    w->try_gap_ns = WAITWAY_TRY_MIN_NS;
+    w->try_gap_ns = IDLE_CHOICE_TRY_MIN_NS;
 }
 
 static uint64_t median(const uint64_t *v, int n)
 {
-    uint64_t a[WAITWAY_EPOCH];
+    uint64_t a[IDLE_CHOICE_EPOCH];
 
     for (int i = 0; i < n; i++) {
         int j = i;
@@ -45,20 +45,20 @@ static uint64_t mean_but_longest(const uint64_t *v, int n)
 }
 
 /* below this, a try's mean beats the winner's */
-static uint64_t bar(const struct mca_btl_devmem_waitway *w)
+static uint64_t bar(const struct mca_btl_devmem_idle_choice *w)
 {
-    return w->winner_mean - w->winner_mean * WAITWAY_MARGIN_PCT / 100;
+    return w->winner_mean - w->winner_mean * IDLE_CHOICE_MARGIN_PCT / 100;
 }
 
-static void end_try(struct mca_btl_devmem_waitway *w, bool won, uint64_t now_ns)
+static void end_try(struct mca_btl_devmem_idle_choice *w, bool won, uint64_t now_ns)
 {
     if (won) {
-        w->winner = (enum mca_btl_devmem_wait_way) !w->winner;
+        w->winner = (enum mca_btl_devmem_idle_way) !w->winner;
         w->winner_median = median(w->samples, w->n);
         w->winner_mean = mean_but_longest(w->samples, w->n);
-        w->try_gap_ns = WAITWAY_TRY_MIN_NS;
+        w->try_gap_ns = IDLE_CHOICE_TRY_MIN_NS;
         w->switches++;
-    } else if (w->try_gap_ns < WAITWAY_TRY_MAX_NS) {
+    } else if (w->try_gap_ns < IDLE_CHOICE_TRY_MAX_NS) {
         w->try_gap_ns *= 2;
     }
     w->trying = false;
@@ -66,33 +66,33 @@ static void end_try(struct mca_btl_devmem_waitway *w, bool won, uint64_t now_ns)
     w->next_try_ns = now_ns + w->try_gap_ns;
 }
 
-static void record_try(struct mca_btl_devmem_waitway *w, uint64_t wait_ns, uint64_t now_ns)
+static void record_try(struct mca_btl_devmem_idle_choice *w, uint64_t wait_ns, uint64_t now_ns)
 {
     w->samples[w->n++] = wait_ns;
     w->try_sum += wait_ns;
     if (wait_ns >= bar(w)) {
         w->try_over++;
     }
-    if (w->try_over > WAITWAY_EPOCH / 2 || wait_ns > WAITWAY_ABORT_FACTOR * w->winner_median
-        || w->try_sum > WAITWAY_ABORT_EPOCHS * WAITWAY_EPOCH * w->winner_median) {
+    if (w->try_over > IDLE_CHOICE_EPOCH / 2 || wait_ns > IDLE_CHOICE_ABORT_FACTOR * w->winner_median
+        || w->try_sum > IDLE_CHOICE_ABORT_EPOCHS * IDLE_CHOICE_EPOCH * w->winner_median) {
         end_try(w, false, now_ns);
-    } else if (w->n == WAITWAY_EPOCH) {
+    } else if (w->n == IDLE_CHOICE_EPOCH) {
         end_try(w, mean_but_longest(w->samples, w->n) < bar(w), now_ns);
     }
 }
 
-void mca_btl_devmem_waitway_untimed(struct mca_btl_devmem_waitway *w, uint64_t now_ns)
+void mca_btl_devmem_idle_choice_untimed(struct mca_btl_devmem_idle_choice *w, uint64_t now_ns)
 {
-    if (w->trying && now_ns - w->try_start_ns >= WAITWAY_TRY_SPAN_NS) {
+    if (w->trying && now_ns - w->try_start_ns >= IDLE_CHOICE_TRY_SPAN_NS) {
         end_try(w, false, now_ns);
     }
 }
 
-void mca_btl_devmem_waitway_record(struct mca_btl_devmem_waitway *w, uint64_t wait_ns,
+void mca_btl_devmem_idle_choice_record(struct mca_btl_devmem_idle_choice *w, uint64_t wait_ns,
                                    uint64_t now_ns)
 {
     if (w->trying) {
-        if (now_ns - w->try_start_ns >= WAITWAY_TRY_SPAN_NS) {
+        if (now_ns - w->try_start_ns >= IDLE_CHOICE_TRY_SPAN_NS) {
             end_try(w, false, now_ns);
         } else {
             record_try(w, wait_ns, now_ns);
@@ -100,7 +100,7 @@ void mca_btl_devmem_waitway_record(struct mca_btl_devmem_waitway *w, uint64_t wa
         return;
     }
     w->samples[w->n++] = wait_ns;
-    if (w->n < WAITWAY_EPOCH) {
+    if (w->n < IDLE_CHOICE_EPOCH) {
         return;
     }
     w->winner_median = median(w->samples, w->n);

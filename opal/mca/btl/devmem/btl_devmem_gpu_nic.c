@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The rank's GPU and the interfaces nearest to it (see btl_devmem_near.h).
+ * The rank's GPU and the interfaces nearest to it (see btl_devmem_gpu_nic.h).
  */
 #include "opal_config.h"
 
@@ -10,7 +10,7 @@
 
 #include "opal/util/proc.h"
 
-#include "btl_devmem_near.h"
+#include "btl_devmem_gpu_nic.h"
 
 #include "devmem/cudrv.h"
 
@@ -76,7 +76,7 @@ static int near_device(char *busid, size_t idlen, char *near, size_t len)
     return 0;
 }
 
-void mca_btl_devmem_near_paths(enum devmem_path *paths, char *near, size_t len)
+void mca_btl_devmem_gpu_nic_paths(enum devmem_path *paths, char *near, size_t len)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     const char *xml = NULL != c->topology && '\0' != c->topology[0] ? c->topology : NULL;
