@@ -300,7 +300,7 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
     if (rc < 0) {
         return rc;
     }
-    mca_btl_devmem_component.stats.conn_made++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.conn_made, 1);
     DEVMEM_VERBOSE(10, "connected to %s on host %s via %s", OPAL_NAME_PRINT(ep->peer->name),
                    mca_btl_devmem_endpoint_peer_host(ep), ep->module->itf.name);
     return 0;

@@ -48,7 +48,7 @@ static void binding_lost(mca_btl_devmem_module_t *m, const char *cause)
 
     __atomic_store_n(&d->lost, true, __ATOMIC_RELEASE);
     snprintf(m->dev_reason, sizeof(m->dev_reason), "RX binding %u is gone (%s)", d->rx_id, cause);
-    mca_btl_devmem_component.stats.bindings_lost++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.bindings_lost, 1);
     DEVMEM_VERBOSE(1, "device path off on %s: %s; what arrives is delivered from host memory, "
                    "and no new device-flow lane comes to %s", m->itf.name, m->dev_reason,
                    m->itf.name);

@@ -141,7 +141,7 @@ bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool se
         mca_btl_devmem_endpoint_fail(df->ep, fatal, 0);
         return false;
     }
-    mca_btl_devmem_component.stats.devflow_fallbacks++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.devflow_fallbacks, 1);
     if (!said) {
         said = true;
         DEVMEM_VERBOSE(1, "%s; its gets take the control connection (said once: "
@@ -288,7 +288,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
         mca_btl_devmem_endpoint_fail(ep, "cannot watch the device flow", -rc);
         return -1;
     }
-    mca_btl_devmem_component.stats.devflows++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.devflows, 1);
     for (unsigned int i = 0; i < MCA_BTL_DEVMEM_DEVFLOWS_MAX; i++) {
         struct mca_btl_devmem_devflow *l = mca_btl_devmem_devflow_lane(ep, i);
 

@@ -209,7 +209,7 @@ static int lay_out(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
                          "ours", f->dmabuf_id);
                 return -1;
             }
-            mca_btl_devmem_component.stats.get_dmabuf += f->len;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.get_dmabuf, f->len);
         }
         while (off < f->len) {
             mca_btl_devmem_frag_t *get;
@@ -333,7 +333,7 @@ static void batch_launch(struct mca_btl_devmem_gather_pipe *p)
     if (NULL == p->open) {
         return;
     }
-    mca_btl_devmem_component.stats.gather_batches++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.gather_batches, 1);
     if (0 != devmem_copier_submit(c, &ticket, &e)) {
         /* nothing of it runs: every receive of the batch fails with its lane; all their
          * gets are back on their lanes before any endpoint fails and closes its lanes */
@@ -362,7 +362,8 @@ static void batch_launch(struct mca_btl_devmem_gather_pipe *p)
         r->ticket = ticket;
     }
     if (c->stats.flushes != flushes) {
-        mca_btl_devmem_component.stats.gather_calls += n; /* receives the GPU gathers */
+        /* receives the GPU gathers */
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.gather_calls, n);
     }
     p->tail->batch_last = true;
     p->open = NULL;
@@ -532,7 +533,7 @@ bool mca_btl_devmem_devflow_gather_busy(const struct mca_btl_devmem_gather_pipe 
 void mca_btl_devmem_devflow_gather_bound(struct mca_btl_devmem_gather_pipe *p)
 {
     while (p->batches >= (size_t) mca_btl_devmem_component.gather_depth) {
-        mca_btl_devmem_component.stats.gather_waits++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.gather_waits, 1);
         (void) reap(p, p->head->ticket);
     }
 }
@@ -551,7 +552,7 @@ void mca_btl_devmem_devflow_gather_settle(struct mca_btl_devmem_devflow *df)
             batch_launch(p); /* r, gone if the launch failed, is looked for again */
             continue;
         }
-        mca_btl_devmem_component.stats.gather_waits++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.gather_waits, 1);
         (void) reap(p, r->ticket);
     }
 }
@@ -568,7 +569,7 @@ bool mca_btl_devmem_devflow_gather_wait_oldest(struct mca_btl_devmem_gather_pipe
             return true; /* its launch failed: its receives are gone, and their pages */
         }
     }
-    mca_btl_devmem_component.stats.gather_waits++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.gather_waits, 1);
     (void) reap(p, p->head->ticket);
     return true;
 }

@@ -246,7 +246,7 @@ static void idle_check(int fd, short flags, void *arg)
         for (size_t j = 0; j < n; j++) {
             DEVMEM_VERBOSE(10, "device-flow lanes from %s unused for %u s or more: asking it "
                            "to close them", OPAL_NAME_PRINT(retiring[j]->peer->name), idle);
-            c->stats.devflow_retires++;
+            mca_btl_devmem_stats_add(&c->stats.devflow_retires, 1);
             say(retiring[j], MCA_BTL_DEVMEM_LANES_RETIRE);
             OBJ_RELEASE(retiring[j]);
         }

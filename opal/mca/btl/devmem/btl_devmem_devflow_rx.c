@@ -169,7 +169,7 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
             /* pool full: receives still gathering hold pages; once the oldest is done they
              * go back. With none in flight it is the other flows' moment (another thread's
              * receives may hold the pool): wait for the next readiness */
-            mca_btl_devmem_component.stats.rx_pool_full++;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_pool_full, 1);
             if (mca_btl_devmem_devflow_gather_wait_oldest(df->pipe)) {
                 continue;
             }
@@ -183,7 +183,7 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
             result = MCA_BTL_DEVMEM_RX_FAILED;
             break;
         }
-        mca_btl_devmem_component.stats.recv_calls++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.recv_calls, 1);
         if (NULL != tally) {
             tally->receives++;
             tally->bytes += (uint64_t) n;
@@ -224,9 +224,10 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
         }
         result = MCA_BTL_DEVMEM_RX_DATA;
         /* the whole receive is this lane's (and its queue's): counted once, not per piece */
-        mca_btl_devmem_component.lane_rx_bytes[df->lane] += (uint64_t) n;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.lane_rx_bytes[df->lane], (uint64_t) n);
         if (df->rx_qpos >= 0) {
-            mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos] += (uint64_t) n;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos],
+                                     (uint64_t) n);
         }
         /* what is in place gives its pool pages back now; at most gather_depth batches
          * hold theirs while the lanes receive the next */
@@ -239,7 +240,7 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
     b->len = cap;
     b->ledger = NULL;
     if (MCA_BTL_DEVMEM_RX_FAILED == result && EPROTO == *err) {
-        mca_btl_devmem_component.stats.proto_errors++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.proto_errors, 1);
     }
     return result;
 }

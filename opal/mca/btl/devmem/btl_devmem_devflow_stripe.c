@@ -134,7 +134,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
         df = least_loaded(set);
         req->hdr.tag = (uint8_t) df->lane;
         place(df, get);
-        mca_btl_devmem_component.stats.devflow_chunks++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.devflow_chunks, 1);
         mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.chunks_inflight_max,
                                  inflight(set));
         return true;
@@ -168,7 +168,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     req->iov[1].iov_base = more;
     req->iov[1].iov_len = (n - 1) * sizeof(*more);
     req->iov_cnt = 2;
-    mca_btl_devmem_component.stats.devflow_chunks += n;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.devflow_chunks, n);
     mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.chunks_inflight_max,
                              inflight(set));
     return true;

@@ -344,7 +344,7 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
             return -1;
         }
         frag->tx_queued += (size_t) n;
-        mca_btl_devmem_component.stats.tx_devmem += (uint64_t) n;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_devmem, (uint64_t) n);
     }
     return 0;
 }
@@ -404,7 +404,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
         }
     }
     while (NULL != (item = opal_list_remove_first(&done))) {
-        mca_btl_devmem_component.stats.devflow_gets++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.devflow_gets, 1);
         mca_btl_devmem_endpoint_complete(ep, (mca_btl_devmem_frag_t *) item, OPAL_SUCCESS);
     }
     OBJ_DESTRUCT(&done);

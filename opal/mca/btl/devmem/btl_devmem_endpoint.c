@@ -202,8 +202,8 @@ static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *
     case MCA_BTL_DEVMEM_FRAG_SEND: {
         int owned = frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
         if (OPAL_SUCCESS == status) {
-            mca_btl_devmem_component.stats.tx_host += frag->payload;
-            mca_btl_devmem_component.stats.tx_frags++;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_frags, 1);
         }
         /* queued fragments always call back; those of sendi have nobody to call */
         if ((frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
@@ -217,8 +217,8 @@ static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *
     }
     case MCA_BTL_DEVMEM_FRAG_PUT:
         if (OPAL_SUCCESS == status) {
-            mca_btl_devmem_component.stats.tx_host += frag->payload;
-            mca_btl_devmem_component.stats.put_host += frag->payload;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.put_host, frag->payload);
         }
         frag->rdma_cb(&m->super, ep, frag->local_address, frag->local_handle, frag->cbcontext,
                       frag->cbdata, status);
@@ -246,7 +246,7 @@ static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *
     }
     case MCA_BTL_DEVMEM_FRAG_CTRL:
         if (OPAL_SUCCESS == status && MCA_BTL_DEVMEM_HDR_GET_RESP == frag->hdr.type) {
-            mca_btl_devmem_component.stats.tx_host += frag->payload;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
         }
         if (MCA_BTL_DEVMEM_HDR_PUSH == frag->hdr.type) {
             mca_btl_devmem_endpoint_hooks.push_done(ep, frag, status);
@@ -348,7 +348,7 @@ static void ep_fail_locked(mca_btl_devmem_endpoint_t *ep, const char *why, int e
     mca_btl_devmem_endpoint_pending_take_all(ep, &doomed);
     OPAL_THREAD_UNLOCK(&ep->lock);
 
-    mca_btl_devmem_component.stats.conn_failed++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.conn_failed, 1);
     /* The PML hears of the loss before its operations fail: a failed get makes ob1 end the
      * job at once ("Out of resource" from pml_ob1_recvreq.c, with no peer named), so told
      * after, it never said our words. A PML that carries on (ULFM) marks the peer failed
@@ -375,7 +375,7 @@ void mca_btl_devmem_endpoint_proto_error(mca_btl_devmem_endpoint_t *ep, const ch
 {
     char why[256];
 
-    mca_btl_devmem_component.stats.proto_errors++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.proto_errors, 1);
     snprintf(why, sizeof(why), "protocol error (%s); connection closed", what);
     ep_fail(ep, why, 0, true);
 }
@@ -391,7 +391,7 @@ static void proto_error(mca_btl_devmem_endpoint_t *ep, const char *what,
 {
     char why[256];
 
-    mca_btl_devmem_component.stats.proto_errors++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.proto_errors, 1);
     snprintf(why, sizeof(why),
              "malformed fragment (%s; type %u, tag %u, size %u); connection closed", what,
              h->type, h->tag, h->size);
@@ -631,8 +631,8 @@ static void deliver(mca_btl_devmem_endpoint_t *ep, uint8_t tag, void *payload, s
 
     seg.seg_addr.pval = payload;
     seg.seg_len = len;
-    mca_btl_devmem_component.stats.rx_host += len;
-    mca_btl_devmem_component.stats.rx_frags++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_host, len);
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_frags, 1);
 #if BTL_VERSION >= 330
     mca_btl_base_receive_descriptor_t desc = {.endpoint = ep,
                                               .des_segments = &seg,
@@ -722,7 +722,7 @@ static void rx_complete(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devm
         deliver(ep, h->tag, body, h->size);
         break;
     case MCA_BTL_DEVMEM_HDR_PUT:
-        mca_btl_devmem_component.stats.rx_host += h->size;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_host, h->size);
         break;
     case MCA_BTL_DEVMEM_HDR_GET_REQ:
         mca_btl_devmem_endpoint_hooks.get_req(ep, h);
@@ -866,7 +866,7 @@ static void rx_progress(mca_btl_devmem_endpoint_t *ep)
         cnt = mca_btl_devmem_rxframe_iov(&ep->rx, iov);
         want = iov[0].iov_len + (2 == cnt ? iov[1].iov_len : 0);
         n = 1 == cnt ? recv(ep->sd, iov[0].iov_base, want, 0) : readv(ep->sd, iov, cnt);
-        mca_btl_devmem_component.stats.recv_calls++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.recv_calls, 1);
         if (n > 0) {
             tx_cork(ep);
             rc = mca_btl_devmem_rxframe_got(&ep->rx, (size_t) n);

@@ -254,7 +254,7 @@ int mca_btl_devmem_frag_queue_write(int sd, opal_list_t *queue,
         msg.msg_iov = iov;
         msg.msg_iovlen = cnt;
         n = sendmsg(sd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        mca_btl_devmem_component.stats.writev_calls++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.writev_calls, 1);
         if (n < 0) {
             if (EINTR == errno) {
                 continue;

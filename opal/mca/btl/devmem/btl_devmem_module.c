@@ -156,7 +156,7 @@ static mca_btl_base_descriptor_t *prepare_device_src(struct opal_convertor_t *co
         mca_btl_devmem_frag_return(frag);
         return NULL;
     }
-    mca_btl_devmem_component.stats.dev_staged += max_data;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.dev_staged, max_data);
     frag->segments[0].seg_addr.pval = mca_btl_devmem_frag_data(frag);
     frag->segments[0].seg_len = reserve + max_data;
     frag->base.des_segment_count = 1;
@@ -261,7 +261,7 @@ static void sendi_sent(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 static int sendi_decline(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                          size_t total, uint32_t flags, mca_btl_base_descriptor_t **descriptor)
 {
-    mca_btl_devmem_component.stats.sendi_declined++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.sendi_declined, 1);
     if (NULL != descriptor) {
         *descriptor = btl_alloc(btl, ep, MCA_BTL_NO_ORDER, total, flags);
     }
@@ -342,7 +342,7 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     if (OPAL_SUCCESS == rc) {
         /* the socket took part of it: write the rest before the PML calls it done. Our
          * progress reads too, so two ranks flooding each other both get through. */
-        mca_btl_devmem_component.stats.sendi_waited++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.sendi_waited, 1);
         while (SENDI_PENDING == (rc = __atomic_load_n(&sent, __ATOMIC_ACQUIRE))) {
             (void) mca_btl_devmem_progress();
         }

@@ -210,7 +210,7 @@ static void yield_core(mca_btl_devmem_component_t *c, uint64_t now)
     uint64_t back;
 
     (void) sched_yield();
-    c->stats.idle_yields++;
+    mca_btl_devmem_stats_add(&c->stats.idle_yields, 1);
     back = mca_btl_devmem_now_ns();
     handovers = back - now >= HANDED_OVER_NS ? handovers + 1 : 0;
     if (handovers >= HANDOVERS_SHARED && bound_to_one_cpu(back)) {
@@ -229,7 +229,7 @@ static int sleep_on_sockets(mca_btl_devmem_component_t *c, bool in_wait_loop)
         return 0;
     }
     ran = mca_btl_devmem_pollset_dispatch(IDLE_BLOCK_US);
-    c->stats.idle_blocks++;
+    mca_btl_devmem_stats_add(&c->stats.idle_blocks, 1);
     last_quiet_call_ns = mca_btl_devmem_now_ns(); /* the next call is back to back again */
     return ran;
 }
@@ -319,11 +319,11 @@ static void wait_ended(mca_btl_devmem_component_t *c)
         mca_btl_devmem_idle_choice_untimed(&way, now); /* nobody else wants the core */
     } else {
         mca_btl_devmem_idle_choice_record(&way, now - quiet_since_ns, now);
-        c->stats.idle_waits_timed++;
+        mca_btl_devmem_stats_add(&c->stats.idle_waits_timed, 1);
     }
     if (OPAL_UNLIKELY(way.tries != tries || way.switches != switches)) { /* once an epoch */
-        c->stats.idle_way_tries += way.tries - tries;
-        c->stats.idle_way_switches += way.switches - switches;
+        mca_btl_devmem_stats_add(&c->stats.idle_way_tries, way.tries - tries);
+        mca_btl_devmem_stats_add(&c->stats.idle_way_switches, way.switches - switches);
     }
 }
 

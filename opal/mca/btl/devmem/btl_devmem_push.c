@@ -198,8 +198,8 @@ void mca_btl_devmem_push_sent(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     if (OPAL_SUCCESS == status) {
-        mca_btl_devmem_component.stats.push_sent++;
-        mca_btl_devmem_component.stats.tx_host += frag->payload;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_sent, 1);
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
     }
 }
 
@@ -227,7 +227,7 @@ static void keep(struct mca_btl_devmem_push_in *in, struct mca_btl_devmem_push_s
 
     if (0 != in->kept[n - 1].id) {
         kept_drop(in, 0);
-        mca_btl_devmem_component.stats.push_unclaimed++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_unclaimed, 1);
     }
     for (int i = 0; i < n; i++) {
         if (0 == in->kept[i].id) {
@@ -305,19 +305,19 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep
     mca_btl_devmem_frag_t *get, *done = NULL;
 
     OPAL_THREAD_LOCK(&ep->lock);
-    mca_btl_devmem_component.stats.rx_host += in->cur.len;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_host, in->cur.len);
     if (NULL == (get = in->cur.get)) {
         keep(in, &in->cur);
         OPAL_THREAD_UNLOCK(&ep->lock);
         return NULL;
     }
     if (in->cur.in_place) {
-        mca_btl_devmem_component.stats.push_in_place++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_in_place, 1);
     } else {
         /* claimed while its bytes were on their way to the keeping buffer */
         memcpy(get->local_address, in->cur.buf, in->cur.len);
         free(in->cur.buf);
-        mca_btl_devmem_component.stats.push_copied++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_copied, 1);
     }
     slot_clear(&in->cur);
     get->push_pending = false;
@@ -367,7 +367,7 @@ uint32_t mca_btl_devmem_push_claim_locked(mca_btl_devmem_endpoint_t *ep,
         if (slot_matches(&in->kept[i], &h) && in->kept[i].len == h.push_len) {
             memcpy(get->local_address, in->kept[i].buf, h.push_len);
             kept_drop(in, i);
-            mca_btl_devmem_component.stats.push_copied++;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_copied, 1);
             return h.push_len;
         }
     }
@@ -379,12 +379,13 @@ void mca_btl_devmem_push_in_reset(mca_btl_devmem_endpoint_t *ep)
     struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
 
     if (0 != in->cur.id) {
-        mca_btl_devmem_component.stats.push_unclaimed += NULL == in->cur.get;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_unclaimed,
+                                 NULL == in->cur.get);
         free(in->cur.buf);
     }
     for (int i = 0; i < MCA_BTL_DEVMEM_PUSH_KEPT; i++) {
         if (0 != in->kept[i].id) {
-            mca_btl_devmem_component.stats.push_unclaimed++;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_unclaimed, 1);
             free(in->kept[i].buf);
         }
     }

@@ -147,9 +147,9 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         req->hdr.size -= pushed;
         mca_btl_devmem_endpoint_pending_add(ep, get);
         if (host_stays) {
-            mca_btl_devmem_component.stats.host_gets_control++;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.host_gets_control, 1);
         } else if (NULL != ep->module->dev) {
-            mca_btl_devmem_component.stats.fallbacks++;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.fallbacks, 1);
         }
     }
     ask->placed = true;
@@ -302,7 +302,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_rdma_get_resp(const struct mca_btl_devmem_
             mca_btl_devmem_frag_return(resp);
             return NULL;
         }
-        mca_btl_devmem_component.stats.dev_staged += h->size;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.dev_staged, h->size);
         resp->segments[0].seg_addr.pval = resp->stage;
     }
     mca_btl_devmem_frag_prepare_write(resp);
@@ -416,10 +416,12 @@ void mca_btl_devmem_rdma_get_finish(mca_btl_devmem_endpoint_t *ep, mca_btl_devme
                         OPAL_NAME_PRINT(ep->peer->name), why);
             status = OPAL_ERROR;
         } else {
-            mca_btl_devmem_component.stats.dev_staged += get->hdr.size;
+            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.dev_staged, get->hdr.size);
         }
     }
-    mca_btl_devmem_component.stats.rx_host += get->hdr.size; /* a push counts its own */
-    mca_btl_devmem_component.stats.get_host += get->hdr.size + get->push_len;
+    /* a push counts its own */
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_host, get->hdr.size);
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.get_host,
+                             get->hdr.size + get->push_len);
     mca_btl_devmem_endpoint_complete(ep, get, status);
 }

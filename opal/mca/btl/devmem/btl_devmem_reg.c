@@ -322,7 +322,7 @@ void mca_btl_devmem_txmem_lost(struct mca_btl_devmem_txmem *t, mca_btl_devmem_mo
             t->tx_id[i] = 0; /* gone with its netlink socket: nothing to release at the end */
         }
         t->tx_failed[i] = true;
-        mca_btl_devmem_component.stats.tx_bindings_lost++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_bindings_lost, 1);
     }
     (void) pthread_mutex_unlock(&txmem_lock);
     if (first) {

@@ -220,8 +220,8 @@ static bool turn(struct rxthread *t, size_t slot)
     enum mca_btl_devmem_rx_step how;
 
     how = mca_btl_devmem_devflow_rx_step(df, &t->batch, why, sizeof(why), &err, &tally);
-    mca_btl_devmem_component.rxthread_receives[t->index] += tally.receives;
-    mca_btl_devmem_component.rxthread_bytes[t->index] += tally.bytes;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.rxthread_receives[t->index], tally.receives);
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.rxthread_bytes[t->index], tally.bytes);
     if (MCA_BTL_DEVMEM_RX_EOF == how || MCA_BTL_DEVMEM_RX_FAILED == how) {
         struct handed h = {.ep = df->ep, .df = df, .how = how, .err = err,
                            .why = MCA_BTL_DEVMEM_RX_FAILED == how ? strdup(why) : NULL};

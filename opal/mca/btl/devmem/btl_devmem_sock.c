@@ -339,7 +339,7 @@ static void listener_pause(struct mca_btl_devmem_listener *l, int err)
 {
     struct timeval tv = {l->pause_ms / 1000u, (l->pause_ms % 1000u) * 1000};
 
-    mca_btl_devmem_component.stats.accept_pauses++;
+    mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.accept_pauses, 1);
     DEVMEM_VERBOSE(5, "accept on %s: %s; pausing it for %u ms", l->where, strerror(err),
                    l->pause_ms);
     (void) mca_btl_devmem_pollset_set(&l->watch, 0);
@@ -537,9 +537,9 @@ void mca_btl_devmem_held_drop(mca_btl_devmem_held_t *h, enum mca_btl_devmem_held
         close(h->sd);
     }
     if (MCA_BTL_DEVMEM_HELD_STRANGER == end) {
-        mca_btl_devmem_component.stats.conn_refused++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.conn_refused, 1);
     } else if (MCA_BTL_DEVMEM_HELD_RACE == end) {
-        mca_btl_devmem_component.stats.conn_races++;
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.conn_races, 1);
     }
     if (NULL != why) {
         DEVMEM_VERBOSE(5, "dropped a %s from %s on %s: %s", h->kind, h->peer, h->itf, why);

@@ -97,6 +97,13 @@ struct mca_btl_devmem_stats {
     MCA_BTL_DEVMEM_STATS(MCA_BTL_DEVMEM_STAT_FIELD)
 };
 
+/* *field += n from any thread. Relaxed: a count orders nothing (a plain ++ on an _Atomic field
+ * would be a sequentially consistent one, a full barrier on weakly ordered CPUs). */
+static inline void mca_btl_devmem_stats_add(_Atomic uint64_t *field, uint64_t n)
+{
+    (void) atomic_fetch_add_explicit(field, n, memory_order_relaxed);
+}
+
 /* *field = max(*field, v), whichever threads race to raise it. */
 static inline void mca_btl_devmem_stats_max(_Atomic uint64_t *field, uint64_t v)
 {
