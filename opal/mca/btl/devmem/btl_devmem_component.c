@@ -262,11 +262,10 @@ static int publish_modex(void)
 
 /*
  * How send calls cut a connection's queue on an interface. On loopback both copies of a
- * payload run on this host: 512 KiB calls, copied out while still in the cache, made a 4 MiB
- * ping-pong 2.2-2.4x as fast (issue 41's A/B), and a lone frame of up to 1 MiB (a
- * ping-pong's answer) still goes in one call, 5 % faster at 1 MiB. Elsewhere no limit: a
- * 512 KiB limit under BBR, kept since a ping-pong over a veth once gained from it, cost the
- * same A/B 15-27 % of the bandwidth at 256 KiB-4 MiB and 7-13 % at a 1 MiB ping-pong.
+ * payload run on this host: 512 KiB calls, copied out while still in the cache, make a 4 MiB
+ * ping-pong 2.2-2.4x as fast, and a lone frame of up to 1 MiB (a ping-pong's answer) still
+ * goes in one call, 5 % faster at 1 MiB. Elsewhere no limit: a 512 KiB limit under BBR costs
+ * 15-27 % of the bandwidth at 256 KiB-4 MiB and 7-13 % at a 1 MiB ping-pong (doc/tuning.md).
  * btl_devmem_testing write_chunk= sets the limit for tests (calls ending inside frames).
  */
 static struct mca_btl_devmem_write_shape write_shape_for(const mca_btl_devmem_component_t *c,

@@ -807,9 +807,8 @@ static void rx_eof(mca_btl_devmem_endpoint_t *ep, int err)
  * requests, the answers to a batch of them, the PML's FINs) wait in the queue and leave
  * together when the read's frames are done, in as few sendmsg calls as write_chunk allows,
  * instead of one each. What the callbacks send waits at most for the dispatch of frames
- * already read, never for another read. Measured: a sender of mpi_bench -t bw at 128 KiB
- * on loopback answered each get in its own call (2 calls per message, 1.2 now) and ran at
- * 0.6-0.9x btl/tcp (1.5x now); see doc/tuning.md, "Cork".
+ * already read, never for another read. Uncorked, a sender of 128 KiB windows on loopback
+ * answers each get in its own call; what that costs is in doc/tuning.md, "Cork".
  */
 static __thread mca_btl_devmem_endpoint_t *corked_ep;
 

@@ -99,9 +99,8 @@ int devmem_cuda_fence(int ordinal, void **fence, struct devmem_err *err);
 int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err *err);
 
 /* How a device-to-device gather of more than one piece is launched (one piece is always a
- * cuMemcpyAsync). The kernel costs the launching thread least (bench/gather_bench, H200,
- * 2026-11-27: 5.7-7.0 us a 512 KiB batch of packets; the ways measured and not kept are in
- * doc/cost-model.md). A device where the kernel cannot run copies piece by piece instead:
+ * cuMemcpyAsync). The kernel costs the launching thread least (bench/gather_bench; the
+ * figures, and the ways measured and not kept, are in doc/cost-model.md). A device where the kernel cannot run copies piece by piece instead:
  * a driver without its PTX compiler (libnvidia-ptxjitcompiler absent from a container, the
  * JIT switched off) or without mapped host memory for the piece array. Process-wide, for
  * the tests and the benchmark: set it before gathering, not while another thread gathers. */
