@@ -306,7 +306,7 @@ static int create_modules(void)
         family = MCA_BTL_DEVMEM_FAMILY_IPV6;
     } else {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_family",
-                                  c->family, "auto, ipv4 or ipv6");
+                                       c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),

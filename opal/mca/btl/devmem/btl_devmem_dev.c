@@ -733,12 +733,12 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
     dev_state.on_accept = on_accept;
     if (0 != parse_mode(c->mode, &dev_state.mode)) {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_mode", c->mode,
-                                  "auto, require or off");
+                                       "auto, require or off");
         return OPAL_ERR_BAD_PARAM;
     }
     if (0 != devmem_kernel_kind_parse(c->kernel, &kind, &e)) {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
-                                  "real or emulated");
+                                       "real or emulated");
         return OPAL_ERR_BAD_PARAM;
     }
     for (int i = 0; i < c->num_modules; i++) {

@@ -84,7 +84,7 @@ static void pipe_ready(struct mca_btl_devmem_gather_pipe *p)
 }
 
 static struct inflight_rx *rec_get(struct mca_btl_devmem_gather_pipe *p,
-                                  struct mca_btl_devmem_devflow *df)
+                                   struct mca_btl_devmem_devflow *df)
 {
     struct inflight_rx *r = p->spare;
 

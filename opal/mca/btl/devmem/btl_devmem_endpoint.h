@@ -208,14 +208,14 @@ int mca_btl_devmem_endpoint_flush_unlock(mca_btl_devmem_endpoint_t *ep);
  * ep->lock), which keep the count the idle policy reads (mca_btl_devmem_progress_gets) in
  * step with the list. */
 static inline void mca_btl_devmem_endpoint_pending_add(mca_btl_devmem_endpoint_t *ep,
-                                                   mca_btl_devmem_frag_t *get)
+                                                       mca_btl_devmem_frag_t *get)
 {
     opal_list_append(&ep->pending_gets, &get->base.super.super);
     mca_btl_devmem_progress_gets(1);
 }
 
 static inline void mca_btl_devmem_endpoint_pending_remove(mca_btl_devmem_endpoint_t *ep,
-                                                      mca_btl_devmem_frag_t *get)
+                                                          mca_btl_devmem_frag_t *get)
 {
     opal_list_remove_item(&ep->pending_gets, &get->base.super.super);
     mca_btl_devmem_progress_gets(-1);
@@ -223,7 +223,7 @@ static inline void mca_btl_devmem_endpoint_pending_remove(mca_btl_devmem_endpoin
 
 /* All of them, moved to the end of into (a failed connection's). */
 static inline void mca_btl_devmem_endpoint_pending_take_all(mca_btl_devmem_endpoint_t *ep,
-                                                        opal_list_t *into)
+                                                            opal_list_t *into)
 {
     mca_btl_devmem_progress_gets(-(int) opal_list_get_size(&ep->pending_gets));
     opal_list_join(into, opal_list_get_end(into), &ep->pending_gets);

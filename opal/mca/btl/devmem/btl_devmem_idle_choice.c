@@ -5,7 +5,7 @@
 #include <string.h>
 
 void mca_btl_devmem_idle_choice_init(struct mca_btl_devmem_idle_choice *w,
-                                 enum mca_btl_devmem_idle_way first)
+                                     enum mca_btl_devmem_idle_way first)
 {
     memset(w, 0, sizeof(*w));
     w->winner = first;
@@ -89,7 +89,7 @@ void mca_btl_devmem_idle_choice_untimed(struct mca_btl_devmem_idle_choice *w, ui
 }
 
 void mca_btl_devmem_idle_choice_record(struct mca_btl_devmem_idle_choice *w, uint64_t wait_ns,
-                                   uint64_t now_ns)
+                                       uint64_t now_ns)
 {
     if (w->trying) {
         if (now_ns - w->try_start_ns >= IDLE_CHOICE_TRY_SPAN_NS) {

@@ -60,11 +60,11 @@ struct mca_btl_devmem_idle_choice {
 };
 
 void mca_btl_devmem_idle_choice_init(struct mca_btl_devmem_idle_choice *w,
-                                 enum mca_btl_devmem_idle_way first);
+                                     enum mca_btl_devmem_idle_way first);
 
 /* A wait of wait_ns ended at now_ns while our core was contended. */
 void mca_btl_devmem_idle_choice_record(struct mca_btl_devmem_idle_choice *w, uint64_t wait_ns,
-                                   uint64_t now_ns);
+                                       uint64_t now_ns);
 
 /* A wait ended while nobody else wanted the core (it says nothing of either way): a try
  * that has lasted too long ends. */

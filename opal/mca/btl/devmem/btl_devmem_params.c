@@ -346,9 +346,9 @@ static int parse_devflows(mca_btl_devmem_component_t *c)
     if (0 != errno || lanes < 1 || lanes > MCA_BTL_DEVMEM_DEVFLOWS_MAX || '\0' != *end
         || fds > 1ul << 30 || idle > 86400) {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_devflows", s,
-                                  "LANES (1 to 16), then optionally \",fds=N\" (descriptors, 0 to "
-                                  "1073741824) and \",idle=S\" (seconds, 0 to 86400), e.g. "
-                                  "\"4,fds=2000,idle=60\"");
+                                       "LANES (1 to 16), then optionally \",fds=N\" "
+                                       "(descriptors, 0 to 1073741824) and \",idle=S\" "
+                                       "(seconds, 0 to 86400), e.g. \"4,fds=2000,idle=60\"");
         return OPAL_ERR_BAD_PARAM;
     }
     c->devflows = (int) lanes;
@@ -377,8 +377,8 @@ static int parse_ports(mca_btl_devmem_component_t *c)
     }
     if (NULL == end || '\0' != *end || lo < 1 || hi > 65535 || lo > hi) {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_ports", c->ports,
-                                  "LOW-HIGH, 1 <= LOW <= HIGH <= 65535 (e.g. 41000-41999), "
-                                  "or empty");
+                                       "LOW-HIGH, 1 <= LOW <= HIGH <= 65535 (e.g. 41000-41999), "
+                                       "or empty");
         return OPAL_ERR_BAD_PARAM;
     }
     c->port_lo = (uint16_t) lo;
@@ -486,11 +486,11 @@ static int parse_testing(mca_btl_devmem_component_t *c)
         }
         if (NULL == eq || !testing_set(c, item, eq + 1)) {
             mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_testing", c->testing,
-                                      "comma-separated key=value: fault=NAME, fault_rank, "
-                                      "fault_after, linear_pct (0-100), seed, tx_host (0 or "
-                                      "1), gather_lag (0-1000), poll_max (0-4096), "
-                                      "topology=FILE, write_chunk, push_min, "
-                                      "gather_way=kernel|memcpy");
+                                           "comma-separated key=value: fault=NAME, fault_rank, "
+                                           "fault_after, linear_pct (0-100), seed, tx_host (0 or "
+                                           "1), gather_lag (0-1000), poll_max (0-4096), "
+                                           "topology=FILE, write_chunk, push_min, "
+                                           "gather_way=kernel|memcpy");
             return OPAL_ERR_BAD_PARAM;
         }
     }
@@ -508,7 +508,7 @@ static int parse_idle(mca_btl_devmem_component_t *c)
         c->idle_mode = MCA_BTL_DEVMEM_IDLE_SPIN;
     } else {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_idle", c->idle,
-                                  "adaptive, yield or spin");
+                                       "adaptive, yield or spin");
         return OPAL_ERR_BAD_PARAM;
     }
     return OPAL_SUCCESS;

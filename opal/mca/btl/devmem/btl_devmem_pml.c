@@ -79,7 +79,7 @@ static void look(int fd, short flags, void *arg)
     if (drives_no_btl(pml->mca_component_name) && named_by_user()
         && 0 == opal_proc_local_get()->proc_name.vpid) {
         mca_btl_devmem_show_help_local("pml drives no btl", pml->mca_component_name,
-                                  pml->mca_component_name);
+                                       pml->mca_component_name);
     }
 }
 

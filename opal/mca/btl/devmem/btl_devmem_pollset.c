@@ -167,7 +167,7 @@ void mca_btl_devmem_pollset_close(void)
 }
 
 void mca_btl_devmem_pollset_init(mca_btl_devmem_polled_t *w, int fd, mca_btl_devmem_polled_cb_t cb,
-                               void *arg)
+                                 void *arg)
 {
     w->fd = fd;
     w->want = 0;

@@ -58,7 +58,7 @@ void mca_btl_devmem_pollset_close(void);
 
 /* A watch for fd, not yet in the set (never re-initialize one that is in it). */
 void mca_btl_devmem_pollset_init(mca_btl_devmem_polled_t *w, int fd, mca_btl_devmem_polled_cb_t cb,
-                               void *arg);
+                                 void *arg);
 
 /* What to be told about from now on (0: nothing, the watch leaves the set; call that before
  * closing fd or freeing w). 0 or -errno. */

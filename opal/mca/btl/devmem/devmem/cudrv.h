@@ -76,8 +76,8 @@ struct devmem_copy {
 };
 
 /* Run n copies on device `ordinal` and wait for all of them. dev_to_dev: every src and dst
- * is device memory, and one kernel launch moves them all (devmem_cuda_way); otherwise each is an async copy on
- * our stream (any direction) and one synchronisation ends the batch. */
+ * is device memory, and one kernel launch moves them all (devmem_cuda_way); otherwise each
+ * is an async copy on our stream (any direction) and one synchronisation ends the batch. */
 int devmem_cuda_copy_batch(int ordinal, const struct devmem_copy *ops, size_t n,
                            int dev_to_dev, struct devmem_err *err);
 
@@ -100,10 +100,11 @@ int devmem_cuda_fence_test(int ordinal, void *fence, int wait, struct devmem_err
 
 /* How a device-to-device gather of more than one piece is launched (one piece is always a
  * cuMemcpyAsync). The kernel costs the launching thread least (bench/gather_bench; the
- * figures, and the ways measured and not kept, are in doc/cost-model.md). A device where the kernel cannot run copies piece by piece instead:
- * a driver without its PTX compiler (libnvidia-ptxjitcompiler absent from a container, the
- * JIT switched off) or without mapped host memory for the piece array. Process-wide, for
- * the tests and the benchmark: set it before gathering, not while another thread gathers. */
+ * figures, and the ways measured and not kept, are in doc/cost-model.md). A device where
+ * the kernel cannot run copies piece by piece instead: a driver without its PTX compiler
+ * (libnvidia-ptxjitcompiler absent from a container, the JIT switched off) or without mapped
+ * host memory for the piece array. Process-wide, for the tests and the benchmark: set it
+ * before gathering, not while another thread gathers. */
 enum devmem_cuda_way {
     DEVMEM_CUDA_WAY_KERNEL, /* one launch; the kernel reads the piece array from pinned host
                              * memory mapped for the device (default) */
