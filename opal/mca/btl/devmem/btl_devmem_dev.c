@@ -716,18 +716,146 @@ void mca_btl_devmem_dev_paths(char *text, size_t size)
     }
 }
 
+/* The kernel (real or emulated), the receive batch and the helper's connection: 0, or an
+ * errno value with e saying why (the device path is then off on every interface). */
+static int open_kernel(enum devmem_kernel_kind kind, struct devmem_err *e)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    struct devmem_emul_config cfg;
+    char hwhy[DEVMEM_ERR_MSG_MAX];
+    int rc, h;
+
+    devmem_emul_config_default(&cfg);
+    cfg.seed = c->emul_seed > 0 ? (uint64_t) c->emul_seed
+                                : 1 + (uint64_t) opal_proc_local_get()->proc_name.vpid;
+    cfg.linear_pct = c->emul_linear_pct < 0 ? 0 : c->emul_linear_pct > 100 ? 100
+                                                                           : c->emul_linear_pct;
+    if (0 != (rc = devmem_kernel_open(&dev_state.k, kind, &cfg, e))) {
+        return rc;
+    }
+    rc = devmem_rx_batch_init(&dev_state.batch, DEV_RX_BATCH, DEV_RX_MAX_FRAGS, e);
+    dev_state.batch_ready = 0 == rc;
+    dev_state.batch_cap = dev_state.batch.len;
+    if (0 != rc) {
+        return rc;
+    }
+    h = mca_btl_devmem_helper_open(kind, hwhy, sizeof(hwhy));
+    if (h < 0) {
+        return devmem_err_set(e, -h, "devmem-helperd: %s", hwhy);
+    }
+    dev_state.via_helper = 1 == h;
+    DEVMEM_VERBOSE(1 == h ? 1 : 5, "bindings and steering: %s%s",
+                   1 == h ? "" : "by this process, not devmem-helperd: ", hwhy);
+    return 0;
+}
+
+/* What dev_init decides across the interfaces, nearest path class first. */
+struct path_choice {
+    enum devmem_kernel_kind kind;
+    int opened;                 /* open_kernel's answer */
+    const struct devmem_err *e; /* its reason when it failed */
+    char near[96];              /* the PCI device the paths lead to, "" without locality */
+    enum devmem_path best;      /* the class of best_if */
+    const char *best_if;        /* the first NIC with a device path */
+    int on, far;                /* interfaces on, and left to host TCP as farther */
+    char reasons[1024];         /* "  IF: why\n" for each interface off, for require */
+    size_t used;
+};
+
+static void path_on(struct path_choice *pc, mca_btl_devmem_module_t *m, int cls)
+{
+    char rxbuf[48] = "";
+
+    pc->on++;
+    if (NULL == pc->best_if && !m->itf.loopback) {
+        pc->best = (enum devmem_path) cls;
+        pc->best_if = m->itf.name;
+    }
+    if (0 != m->dev->rx_buf_len) {
+        snprintf(rxbuf, sizeof(rxbuf), ", NIC rx-buf-len %u", (unsigned) m->dev->rx_buf_len);
+    }
+    DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding %u, device "
+                   "flows on port %u%s%s%s%s%s", m->itf.name, dev_state.k->ops->name,
+                   m->dev->pool.size >> 10, m->dev->pool.provider->name, m->dev->rx_id,
+                   (unsigned) m->dev->listener.port, rxbuf, pc->near[0] ? "; path to " : "",
+                   pc->near, pc->near[0] ? ": " : "",
+                   pc->near[0] ? devmem_path_name((enum devmem_path) cls) : "");
+}
+
+/* One interface of path class cls: its device path, host TCP as farther than the best one
+ * (loopback is always tried: it serves the peers on this host, which no NIC does), or off
+ * with m->dev_reason, noted for require. */
+static void path_try(struct path_choice *pc, mca_btl_devmem_module_t *m, int cls, bool refused)
+{
+    int w;
+
+    if (NULL != pc->best_if && cls > (int) pc->best && !m->itf.loopback) {
+        snprintf(m->dev_reason, sizeof(m->dev_reason), "%s is nearer to %s (path: %s) than %s "
+                 "(path: %s)", pc->best_if, pc->near, devmem_path_name(pc->best), m->itf.name,
+                 devmem_path_name((enum devmem_path) cls));
+        DEVMEM_VERBOSE(1, "device path off on %s: %s; using host TCP there", m->itf.name,
+                       m->dev_reason);
+        pc->far++;
+        return;
+    }
+    if (0 != pc->opened) {
+        snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", pc->e->msg);
+    } else if (!refused && 0 == dev_setup(m)) {
+        path_on(pc, m, cls);
+        return;
+    }
+    DEVMEM_VERBOSE(1, "device path off on %s (%s kernel): %s; using host TCP there",
+                   m->itf.name, devmem_kernel_kind_name(pc->kind), m->dev_reason);
+    w = snprintf(pc->reasons + pc->used, sizeof(pc->reasons) - pc->used, "  %s: %s\n",
+                 m->itf.name, m->dev_reason);
+    if (w > 0 && (size_t) w < sizeof(pc->reasons) - pc->used) {
+        pc->used += (size_t) w;
+    }
+}
+
+/* Every interface's device path, nearest path class first: once one class has a device
+ * path, farther ones keep host TCP (unknown paths are one class: without locality every
+ * interface is tried). The NICs' verdicts come before locality, which asks CUDA
+ * (nic_verdict); the emulated NIC takes any binding. */
+static int choose_paths(struct path_choice *pc)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    enum devmem_path *paths = calloc((size_t) c->num_modules + 1, sizeof(*paths));
+    bool *refused = calloc((size_t) c->num_modules + 1, sizeof(*refused));
+    int may = 0;
+
+    if (NULL == paths || NULL == refused) {
+        free(paths);
+        free(refused);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    for (int i = 0; i < c->num_modules; i++) {
+        paths[i] = DEVMEM_PATH_UNKNOWN;
+        refused[i] = 0 == pc->opened && DEVMEM_KERNEL_REAL == pc->kind
+                     && 0 != nic_verdict(c->modules[i]);
+        may += 0 == pc->opened && !refused[i];
+    }
+    if (may > 0) {
+        mca_btl_devmem_gpu_nic_paths(paths, pc->near, sizeof(pc->near));
+    }
+    for (int cls = DEVMEM_PATH_SWITCH; cls <= DEVMEM_PATH_UNKNOWN; cls++) {
+        for (int i = 0; i < c->num_modules; i++) {
+            if (paths[i] == (enum devmem_path) cls) {
+                path_try(pc, c->modules[i], cls, refused[i]);
+            }
+        }
+    }
+    free(paths);
+    free(refused);
+    return OPAL_SUCCESS;
+}
+
 int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    enum devmem_kernel_kind kind;
-    struct devmem_emul_config cfg;
+    struct path_choice pc = {.best = DEVMEM_PATH_UNKNOWN};
     struct devmem_err e;
-    char reasons[1024] = "", near[96] = "";
-    size_t used = 0;
-    int rc, on = 0, far = 0, may = 0;
-    enum devmem_path *paths, best = DEVMEM_PATH_UNKNOWN;
-    bool *refused; /* by the NIC's verdict */
-    const char *best_if = NULL; /* the first NIC with a device path, on the best class */
+    int rc;
 
     memset(&dev_state, 0, sizeof(dev_state));
     dev_state.on_accept = on_accept;
@@ -736,7 +864,7 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
                                        "auto, require or off");
         return OPAL_ERR_BAD_PARAM;
     }
-    if (0 != devmem_kernel_kind_parse(c->kernel, &kind, &e)) {
+    if (0 != devmem_kernel_kind_parse(c->kernel, &pc.kind, &e)) {
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
                                        "real or emulated");
         return OPAL_ERR_BAD_PARAM;
@@ -749,109 +877,21 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
         DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
         return OPAL_SUCCESS;
     }
-    paths = calloc((size_t) c->num_modules + 1, sizeof(*paths));
-    refused = calloc((size_t) c->num_modules + 1, sizeof(*refused));
-    if (NULL == paths || NULL == refused) {
-        free(paths);
-        free(refused);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    devmem_emul_config_default(&cfg);
-    cfg.seed = c->emul_seed > 0 ? (uint64_t) c->emul_seed
-                                : 1 + (uint64_t) opal_proc_local_get()->proc_name.vpid;
-    cfg.linear_pct = c->emul_linear_pct < 0 ? 0 : c->emul_linear_pct > 100 ? 100
-                                                                           : c->emul_linear_pct;
-    rc = devmem_kernel_open(&dev_state.k, kind, &cfg, &e);
-    if (0 == rc) {
-        rc = devmem_rx_batch_init(&dev_state.batch, DEV_RX_BATCH, DEV_RX_MAX_FRAGS, &e);
-        dev_state.batch_ready = 0 == rc;
-        dev_state.batch_cap = dev_state.batch.len;
-    }
-    if (0 == rc) {
-        char hwhy[DEVMEM_ERR_MSG_MAX];
-        int h = mca_btl_devmem_helper_open(kind, hwhy, sizeof(hwhy));
-
-        if (h < 0) {
-            rc = devmem_err_set(&e, -h, "devmem-helperd: %s", hwhy);
-        } else {
-            dev_state.via_helper = 1 == h;
-            DEVMEM_VERBOSE(1 == h ? 1 : 5, "bindings and steering: %s%s", 1 == h ? "" :
-                           "by this process, not devmem-helperd: ", hwhy);
-        }
-    }
+    pc.opened = open_kernel(pc.kind, &e);
+    pc.e = &e;
     dev_state.enabled = true;
-    for (int i = 0; i < c->num_modules; i++) {
-        paths[i] = DEVMEM_PATH_UNKNOWN;
+    if (OPAL_SUCCESS != (rc = choose_paths(&pc))) {
+        mca_btl_devmem_dev_fini();
+        return rc;
     }
-    /* the NICs' verdicts before locality, which asks CUDA (nic_verdict); the emulated NIC
-     * takes any binding */
-    for (int i = 0; 0 == rc && i < c->num_modules; i++) {
-        refused[i] = DEVMEM_KERNEL_REAL == kind && 0 != nic_verdict(c->modules[i]);
-        may += !refused[i];
-    }
-    if (may > 0) {
-        mca_btl_devmem_gpu_nic_paths(paths, near, sizeof(near));
-    }
-    /* nearest path class first; once one class has a device path, farther ones keep host
-     * TCP (unknown paths are one class: without locality every interface is tried).
-     * Loopback is always tried: it serves the peers on this host, which no NIC does. */
-    for (int cls = DEVMEM_PATH_SWITCH; cls <= DEVMEM_PATH_UNKNOWN; cls++) {
-        for (int i = 0; i < c->num_modules; i++) {
-            mca_btl_devmem_module_t *m = c->modules[i];
-
-            if (paths[i] != (enum devmem_path) cls) {
-                continue;
-            }
-            if (NULL != best_if && cls > (int) best && !m->itf.loopback) {
-                snprintf(m->dev_reason, sizeof(m->dev_reason), "%s is nearer to %s (path: %s) "
-                         "than %s (path: %s)", best_if, near, devmem_path_name(best),
-                         m->itf.name, devmem_path_name((enum devmem_path) cls));
-                DEVMEM_VERBOSE(1, "device path off on %s: %s; using host TCP there",
-                               m->itf.name, m->dev_reason);
-                far++;
-                continue;
-            }
-            if (0 != rc) {
-                snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", e.msg);
-            } else if (!refused[i] && 0 == dev_setup(m)) {
-                on++;
-                if (NULL == best_if && !m->itf.loopback) {
-                    best = (enum devmem_path) cls;
-                    best_if = m->itf.name;
-                }
-                char rxbuf[48] = "";
-
-                if (0 != m->dev->rx_buf_len) {
-                    snprintf(rxbuf, sizeof(rxbuf), ", NIC rx-buf-len %u",
-                             (unsigned) m->dev->rx_buf_len);
-                }
-                DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding "
-                               "%u, device flows on port %u%s%s%s%s%s", m->itf.name,
-                               dev_state.k->ops->name, m->dev->pool.size >> 10,
-                               m->dev->pool.provider->name, m->dev->rx_id,
-                               (unsigned) m->dev->listener.port, rxbuf,
-                               near[0] ? "; path to " : "", near, near[0] ? ": " : "",
-                               near[0] ? devmem_path_name((enum devmem_path) cls) : "");
-                continue;
-            }
-            DEVMEM_VERBOSE(1, "device path off on %s (%s kernel): %s; using host TCP there",
-                           m->itf.name, devmem_kernel_kind_name(kind), m->dev_reason);
-            int w = snprintf(reasons + used, sizeof(reasons) - used, "  %s: %s\n",
-                             m->itf.name, m->dev_reason);
-            if (w > 0 && (size_t) w < sizeof(reasons) - used) {
-                used += (size_t) w;
-            }
-        }
-    }
-    free(paths);
-    free(refused);
     /* require: every interface that was a candidate; farther ones were not */
-    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && on + far < c->num_modules) {
-        mca_btl_devmem_show_help_local("devmem required", devmem_kernel_kind_name(kind), reasons);
+    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && pc.on + pc.far < c->num_modules) {
+        mca_btl_devmem_show_help_local("devmem required", devmem_kernel_kind_name(pc.kind),
+                                       pc.reasons);
         mca_btl_devmem_dev_fini();
         return OPAL_ERR_NOT_AVAILABLE;
     }
-    if (0 == on) {
+    if (0 == pc.on) {
         mca_btl_devmem_dev_fini();
     } else if (dev_state.via_helper) {
         mca_btl_devmem_dev_watch_helper();
