@@ -137,6 +137,63 @@ static uint64_t owed(struct mca_btl_devmem_devflow *df)
     return n;
 }
 
+/* What a receive of n bytes (n >= 0) means while the gets owe `expected`: data to place,
+ * the peer's orderly close, or a failure (why, *err). */
+static enum mca_btl_devmem_rx_step rx_judge(struct mca_btl_devmem_devflow *df, ssize_t n,
+                                            uint64_t expected, char *why, size_t len, int *err)
+{
+    if (0 == n && 0 == expected) {
+        /* the peer closed its sending side in order (finalize) */
+        DEVMEM_VERBOSE(20, "%s closed its device flow %u", OPAL_NAME_PRINT(df->ep->peer->name),
+                       df->lane);
+        return MCA_BTL_DEVMEM_RX_EOF;
+    }
+    if (0 == n) {
+        snprintf(why, len, "device flow %u closed with %llu bytes of gets owed", df->lane,
+                 (unsigned long long) expected);
+        *err = ECONNRESET;
+        return MCA_BTL_DEVMEM_RX_FAILED;
+    }
+    if ((uint64_t) n > expected) {
+        snprintf(why, len, "the peer sent %zd bytes on device flow %u that no get asked for", n,
+                 df->lane);
+        *err = EPROTO;
+        return MCA_BTL_DEVMEM_RX_FAILED;
+    }
+    return MCA_BTL_DEVMEM_RX_DATA;
+}
+
+/* n bytes the gets asked for, received into b: gathered to their destinations and counted. */
+static enum mca_btl_devmem_rx_step rx_place(struct mca_btl_devmem_devflow *df,
+                                            struct devmem_kernel *k, struct devmem_rx_batch *b,
+                                            ssize_t n, char *why, size_t len, int *err)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    if (b->plain) {
+        /* a steered lane receives into the pool: plain data may mean the binding is gone
+         * (the watch asks the kernel) */
+        mca_btl_devmem_dev_suspect(df->ep->module->dev);
+    }
+    if (-1 == df->rx_qpos) {
+        learn_queue(df, k);
+    }
+    if (0 != mca_btl_devmem_devflow_gather(df, b, why, len)) {
+        *err = EPROTO;
+        return MCA_BTL_DEVMEM_RX_FAILED;
+    }
+    /* the whole receive is this lane's (and its queue's): counted once, not per piece */
+    mca_btl_devmem_stats_add(&c->lane_rx_bytes[df->lane], (uint64_t) n);
+    if (df->rx_qpos >= 0) {
+        mca_btl_devmem_stats_add(&c->queue_rx_bytes[df->rx_qpos], (uint64_t) n);
+    }
+    /* what is in place gives its pool pages back now; at most gather_depth batches hold
+     * theirs while the lanes receive the next */
+    (void) mca_btl_devmem_devflow_gather_progress(df->pipe);
+    mca_btl_devmem_devflow_gather_bound(df->pipe);
+    return MCA_BTL_DEVMEM_RX_DATA;
+}
+
 enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem_devflow *df,
                                                             struct devmem_rx_batch *b, char *why,
                                                             size_t len, int *err,
@@ -188,53 +245,13 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
             tally->receives++;
             tally->bytes += (uint64_t) n;
         }
-        if (0 == n) {
-            if (0 == expected) {
-                /* the peer closed its sending side in order (finalize) */
-                DEVMEM_VERBOSE(20, "%s closed its device flow %u",
-                               OPAL_NAME_PRINT(df->ep->peer->name), df->lane);
-                result = MCA_BTL_DEVMEM_RX_EOF;
-                break;
-            }
-            snprintf(why, len, "device flow %u closed with %llu bytes of gets owed", df->lane,
-                     (unsigned long long) expected);
-            *err = ECONNRESET;
-            result = MCA_BTL_DEVMEM_RX_FAILED;
+        result = rx_judge(df, n, expected, why, len, err);
+        if (MCA_BTL_DEVMEM_RX_DATA == result) {
+            result = rx_place(df, k, b, n, why, len, err);
+        }
+        /* nothing owed: EOF or stray bytes wake us again */
+        if (MCA_BTL_DEVMEM_RX_DATA != result || 0 == owed(df)) {
             break;
-        }
-        if ((uint64_t) n > expected) {
-            snprintf(why, len, "the peer sent %zd bytes on device flow %u that no get asked for",
-                     n, df->lane);
-            *err = EPROTO;
-            result = MCA_BTL_DEVMEM_RX_FAILED;
-            break;
-        }
-        if (b->plain) {
-            /* a steered lane receives into the pool: plain data may mean the binding is
-             * gone (the watch asks the kernel) */
-            mca_btl_devmem_dev_suspect(df->ep->module->dev);
-        }
-        if (-1 == df->rx_qpos) {
-            learn_queue(df, k);
-        }
-        if (0 != mca_btl_devmem_devflow_gather(df, b, why, len)) {
-            *err = EPROTO;
-            result = MCA_BTL_DEVMEM_RX_FAILED;
-            break;
-        }
-        result = MCA_BTL_DEVMEM_RX_DATA;
-        /* the whole receive is this lane's (and its queue's): counted once, not per piece */
-        mca_btl_devmem_stats_add(&mca_btl_devmem_component.lane_rx_bytes[df->lane], (uint64_t) n);
-        if (df->rx_qpos >= 0) {
-            mca_btl_devmem_stats_add(&mca_btl_devmem_component.queue_rx_bytes[df->rx_qpos],
-                                     (uint64_t) n);
-        }
-        /* what is in place gives its pool pages back now; at most gather_depth batches
-         * hold theirs while the lanes receive the next */
-        (void) mca_btl_devmem_devflow_gather_progress(df->pipe);
-        mca_btl_devmem_devflow_gather_bound(df->pipe);
-        if (0 == owed(df)) {
-            break; /* nothing owed: EOF or stray bytes wake us again */
         }
     }
     b->len = cap;
