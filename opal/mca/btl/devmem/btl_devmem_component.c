@@ -283,21 +283,14 @@ static struct mca_btl_devmem_write_shape write_shape_for(const mca_btl_devmem_co
     return shape;
 }
 
-static int create_modules(void)
+/* The interfaces btl_devmem_if_include/exclude and btl_devmem_family leave: their count,
+ * or an OPAL error (the help text said why). */
+static int select_interfaces(mca_btl_devmem_component_t *c, struct mca_btl_devmem_if *ifs)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    struct mca_btl_devmem_if ifs[MCA_BTL_DEVMEM_IF_MAX];
     char why[256] = "", unmatched[64] = "";
-    int n, links = c->links > 0 ? c->links : 1;
     enum mca_btl_devmem_family family;
-    const char *accel = mca_btl_devmem_accelerator();
-    bool accel_cuda;
+    int n;
 
-    n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
-    if (n < 0) {
-        opal_output(0, "btl:devmem: cannot list network interfaces: %s", strerror(-n));
-        return OPAL_ERROR;
-    }
     if (0 == strcmp(c->family, "auto")) {
         family = MCA_BTL_DEVMEM_FAMILY_AUTO;
     } else if (0 == strcmp(c->family, "ipv4") || 0 == strcmp(c->family, "4")) {
@@ -309,6 +302,11 @@ static int create_modules(void)
                                        c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
     }
+    n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
+    if (n < 0) {
+        opal_output(0, "btl:devmem: cannot list network interfaces: %s", strerror(-n));
+        return OPAL_ERROR;
+    }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),
                                  unmatched, sizeof(unmatched));
     if (n < 0) {
@@ -318,15 +316,82 @@ static int create_modules(void)
     if ('\0' != unmatched[0]) {
         mca_btl_devmem_show_help_local("if_include unmatched", unmatched);
     }
-    n = mca_btl_devmem_if_pick_family(ifs, n, family);
-    /* decided once: the send and registration paths only test the flag */
-    accel_cuda = 0 == strcmp(accel, "cuda");
-    c->accel_foreign = !accel_cuda && 0 != strcmp(accel, "null") && 0 != strcmp(accel, "none");
-    c->accel_cuda = accel_cuda;
+    return mca_btl_devmem_if_pick_family(ifs, n, family);
+}
+
+/* Open MPI's accelerator, decided once: the send and registration paths only test the
+ * flags. */
+static void accelerator_flags(mca_btl_devmem_component_t *c)
+{
+    const char *accel = mca_btl_devmem_accelerator();
+
+    c->accel_cuda = 0 == strcmp(accel, "cuda");
+    c->accel_foreign = !c->accel_cuda && 0 != strcmp(accel, "null")
+                       && 0 != strcmp(accel, "none");
     DEVMEM_VERBOSE(5, "Open MPI's accelerator: %s; gets from its device memory %s", accel,
-                   accel_cuda                   ? "offered to the PML"
+                   c->accel_cuda                ? "offered to the PML"
                    : 0 == strcmp(accel, "none") ? "as the build allows (Open MPI 4)"
                                                 : "not offered (CUDA memory only)");
+}
+
+/* The module of interface itf for link `link` of `links`, listening; added to c->modules
+ * (which has room). 0 or an OPAL error. */
+static int module_add(mca_btl_devmem_component_t *c, const struct mca_btl_devmem_if *itf,
+                      int link, int links)
+{
+    mca_btl_devmem_module_t *m = malloc(sizeof(*m));
+    char addr[MCA_BTL_DEVMEM_IP_STRLEN];
+    int rc;
+
+    if (NULL == m) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(m, &mca_btl_devmem_module_template, sizeof(*m));
+#if BTL_VERSION >= 330
+    if (!c->accel_cuda) {
+        m->super.btl_flags &= ~MCA_BTL_FLAGS_ACCELERATOR_GET;
+    }
+#endif
+    if (!c->sendi) {
+        m->super.btl_sendi = NULL; /* the PML then packs nothing itself */
+    }
+    OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
+    m->itf = *itf;
+    m->write = write_shape_for(c, &m->itf);
+    m->link = (uint32_t) link;
+    m->index = (uint32_t) c->num_modules;
+    mca_btl_devmem_conn_listener_init(m);
+    m->error_cb = NULL;
+    m->dev = NULL;
+    m->dev_reason[0] = '\0';
+    /* each extra link shares the interface: split its bandwidth */
+    m->super.btl_bandwidth = mca_btl_devmem_module_template.super.btl_bandwidth / links;
+    m->super.btl_latency = mca_btl_devmem_module_template.super.btl_latency * links;
+    c->modules[c->num_modules++] = m;
+    m->prev_devflow_port = prev_port(m, true);
+    if (0 != (rc = create_listener(m))) {
+        opal_output(0, "btl:devmem: cannot listen on %s (%s): %s", m->itf.name,
+                    mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)), strerror(-rc));
+        return OPAL_ERROR;
+    }
+    DEVMEM_VERBOSE(10, "module %u: %s %s/%u port %u link %d", m->index, m->itf.name,
+                   mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
+                   (unsigned) m->itf.prefix, (unsigned) m->listener.port, link);
+    return OPAL_SUCCESS;
+}
+
+/* A module per selected interface and link (btl_devmem_links), each listening. */
+static int create_modules(void)
+{
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    struct mca_btl_devmem_if ifs[MCA_BTL_DEVMEM_IF_MAX];
+    int n, rc, links = c->links > 0 ? c->links : 1;
+
+    if ((n = select_interfaces(c, ifs)) < 0) {
+        return n;
+    }
+    accelerator_flags(c);
     if (0 == n) {
         DEVMEM_VERBOSE(5, "no usable interface (if_include='%s', if_exclude='%s', family %s)",
                        c->if_include, c->if_exclude, c->family);
@@ -338,46 +403,9 @@ static int create_modules(void)
     }
     for (int link = 0; link < links; link++) {
         for (int i = 0; i < n; i++) {
-            mca_btl_devmem_module_t *m = malloc(sizeof(*m));
-            char addr[MCA_BTL_DEVMEM_IP_STRLEN];
-            int rc;
-
-            if (NULL == m) {
-                return OPAL_ERR_OUT_OF_RESOURCE;
+            if (OPAL_SUCCESS != (rc = module_add(c, &ifs[i], link, links))) {
+                return rc;
             }
-            memcpy(m, &mca_btl_devmem_module_template, sizeof(*m));
-#if BTL_VERSION >= 330
-            if (!accel_cuda) {
-                m->super.btl_flags &= ~MCA_BTL_FLAGS_ACCELERATOR_GET;
-            }
-#endif
-            if (!c->sendi) {
-                m->super.btl_sendi = NULL; /* the PML then packs nothing itself */
-            }
-            OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
-            OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
-            m->itf = ifs[i];
-            m->write = write_shape_for(c, &m->itf);
-            m->link = (uint32_t) link;
-            m->index = (uint32_t) c->num_modules;
-            mca_btl_devmem_conn_listener_init(m);
-            m->error_cb = NULL;
-            m->dev = NULL;
-            m->dev_reason[0] = '\0';
-            /* each extra link shares the interface: split its bandwidth */
-            m->super.btl_bandwidth = mca_btl_devmem_module_template.super.btl_bandwidth / links;
-            m->super.btl_latency = mca_btl_devmem_module_template.super.btl_latency * links;
-            c->modules[c->num_modules++] = m;
-            m->prev_devflow_port = prev_port(m, true);
-            if (0 != (rc = create_listener(m))) {
-                opal_output(0, "btl:devmem: cannot listen on %s (%s): %s", m->itf.name,
-                            mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
-                            strerror(-rc));
-                return OPAL_ERROR;
-            }
-            DEVMEM_VERBOSE(10, "module %u: %s %s/%u port %u link %d", m->index, m->itf.name,
-                           mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)),
-                           (unsigned) m->itf.prefix, (unsigned) m->listener.port, link);
         }
     }
     return OPAL_SUCCESS;
