@@ -186,7 +186,7 @@ typedef struct mca_btl_devmem_component_t {
     int emul_gather_lag;    /* progress polls before a host gather is done */
     long unbind_after;      /* undo this rank's RX bindings once this many bytes landed in
                              * its pools, as when their netlink socket closes; 0: never */
-    int poll_max;           /* sockets polled with poll() before an epoll set (watch.c) */
+    int poll_max;           /* sockets polled with poll() before an epoll set (pollset.c) */
     int write_chunk;        /* most bytes per sendmsg, 0: no limit, -1: by interface */
     int push_min;           /* smallest rendezvous that pushes */
     int testing_cpus;       /* CPUs btl_devmem_rx_threads -1 counts, 0: this node's */

@@ -289,8 +289,12 @@ static int select_interfaces(mca_btl_devmem_component_t *c, struct mca_btl_devme
 {
     char why[256] = "", unmatched[64] = "";
     enum mca_btl_devmem_family family;
-    int n;
+    int n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
 
+    if (n < 0) {
+        opal_output(0, "btl:devmem: cannot list network interfaces: %s", strerror(-n));
+        return OPAL_ERROR;
+    }
     if (0 == strcmp(c->family, "auto")) {
         family = MCA_BTL_DEVMEM_FAMILY_AUTO;
     } else if (0 == strcmp(c->family, "ipv4") || 0 == strcmp(c->family, "4")) {
@@ -301,11 +305,6 @@ static int select_interfaces(mca_btl_devmem_component_t *c, struct mca_btl_devme
         mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_family",
                                        c->family, "auto, ipv4 or ipv6");
         return OPAL_ERR_BAD_PARAM;
-    }
-    n = mca_btl_devmem_if_discover(ifs, MCA_BTL_DEVMEM_IF_MAX);
-    if (n < 0) {
-        opal_output(0, "btl:devmem: cannot list network interfaces: %s", strerror(-n));
-        return OPAL_ERROR;
     }
     n = mca_btl_devmem_if_select(ifs, n, c->if_include, c->if_exclude, why, sizeof(why),
                                  unmatched, sizeof(unmatched));

@@ -308,8 +308,8 @@ static int become_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_li
 
 /*
  * Either side of the handshake succeeded: become connected and write what was queued while
- * connecting (device flows open later, when the peer asks: btl_devmem_devflow_lanes.c). Called with the lock held; returns with it dropped.
- * 0, or -errno after the endpoint failed.
+ * connecting (device flows open later, when the peer asks: btl_devmem_devflow_lanes.c).
+ * Called with the lock held; returns with it dropped. 0, or -errno after the endpoint failed.
  */
 static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_limit)
 {

@@ -817,18 +817,11 @@ static void path_try(struct path_choice *pc, mca_btl_devmem_module_t *m, int cls
  * path, farther ones keep host TCP (unknown paths are one class: without locality every
  * interface is tried). The NICs' verdicts come before locality, which asks CUDA
  * (nic_verdict); the emulated NIC takes any binding. */
-static int choose_paths(struct path_choice *pc)
+static void choose_paths(struct path_choice *pc, enum devmem_path *paths, bool *refused)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    enum devmem_path *paths = calloc((size_t) c->num_modules + 1, sizeof(*paths));
-    bool *refused = calloc((size_t) c->num_modules + 1, sizeof(*refused));
     int may = 0;
 
-    if (NULL == paths || NULL == refused) {
-        free(paths);
-        free(refused);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
     for (int i = 0; i < c->num_modules; i++) {
         paths[i] = DEVMEM_PATH_UNKNOWN;
         refused[i] = 0 == pc->opened && DEVMEM_KERNEL_REAL == pc->kind
@@ -845,17 +838,15 @@ static int choose_paths(struct path_choice *pc)
             }
         }
     }
-    free(paths);
-    free(refused);
-    return OPAL_SUCCESS;
 }
 
 int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     struct path_choice pc = {.best = DEVMEM_PATH_UNKNOWN};
+    enum devmem_path *paths;
     struct devmem_err e;
-    int rc;
+    bool *refused;
 
     memset(&dev_state, 0, sizeof(dev_state));
     dev_state.on_accept = on_accept;
@@ -877,13 +868,19 @@ int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
         DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
         return OPAL_SUCCESS;
     }
+    paths = calloc((size_t) c->num_modules + 1, sizeof(*paths));
+    refused = calloc((size_t) c->num_modules + 1, sizeof(*refused)); /* by the NIC's verdict */
+    if (NULL == paths || NULL == refused) {
+        free(paths);
+        free(refused);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
     pc.opened = open_kernel(pc.kind, &e);
     pc.e = &e;
     dev_state.enabled = true;
-    if (OPAL_SUCCESS != (rc = choose_paths(&pc))) {
-        mca_btl_devmem_dev_fini();
-        return rc;
-    }
+    choose_paths(&pc, paths, refused);
+    free(paths);
+    free(refused);
     /* require: every interface that was a candidate; farther ones were not */
     if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && pc.on + pc.far < c->num_modules) {
         mca_btl_devmem_show_help_local("devmem required", devmem_kernel_kind_name(pc.kind),

@@ -32,7 +32,7 @@
 #define MCA_BTL_DEVMEM_EXPORT OPAL_MODULE_DECLSPEC
 #endif
 
-/* A help topic of ours, rendered here and printed on this process's stderr (help.c). Open MPI
+/* A help topic of ours, rendered here and printed on this process's stderr (show_help.c). Open MPI
  * 4.1's forwarding of show_help to mpirun loses long messages sent during MPI_Init (mpirun
  * says "Data unpack would read past end of buffer" instead), and the user errors found there
  * are the ones a user must see; every series prints them this one way. */

@@ -251,7 +251,7 @@ static int shared_core_handover(mca_btl_devmem_component_t *c, uint64_t now, boo
 {
     bool streak = noop_yields_since_ns >= quiet_since_ns; /* else from an earlier wait */
 
-    if (MCA_BTL_DEVMEM_IDLE_YIELD != c->idle_mode
+    if (MCA_BTL_DEVMEM_IDLE_YIELD != c->idle_mode && in_wait_loop
         && (window_wait || (streak && now - noop_yields_since_ns >= HANDED_OVER_NS))) {
         noop_yields_since_ns = 0;
         return sleep_on_sockets(c, in_wait_loop);

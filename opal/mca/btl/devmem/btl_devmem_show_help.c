@@ -63,8 +63,8 @@ static char *topic_format(const char *topic)
 #endif
 
 void mca_btl_devmem_show_help_local(const char *topic, ...)
-                                    {
-                                    char *text = NULL;
+{
+    char *text = NULL;
     va_list ap;
 
 #ifdef DEVMEM_HELP_DIR

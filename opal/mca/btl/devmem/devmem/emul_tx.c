@@ -78,7 +78,8 @@ static int zerocopy_tcp(int fd, int flags)
 
 /* msg's iovecs, whose iov_base is an offset into b's dmabuf, into e->iov (still offsets),
  * stopping at the first byte past the dmabuf or a full bounce buffer. Returns the count;
- * *total the bytes, *past whether an iovec was left out past the dmabuf's end. */
+ * *total the bytes, *past whether iovecs were left out (with *total 0: the first one with
+ * bytes lies past the dmabuf's end). */
 static size_t dmabuf_iov(struct devmem_emul *e, const struct emul_binding *b,
                          const struct msghdr *msg, size_t *total, int *past)
 {
