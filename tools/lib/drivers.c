@@ -24,7 +24,7 @@ const struct devmem_driver *devmem_driver_find(const char *driver)
     return NULL;
 }
 
-void devmem_driver_list(char *out, unsigned long len)
+void devmem_driver_list(char *out, size_t len)
 {
     size_t at = 0;
 

@@ -7,6 +7,8 @@
 #ifndef DEVMEM_DRIVERS_H
 #define DEVMEM_DRIVERS_H
 
+#include <stddef.h>
+
 struct devmem_driver {
     const char *name;   /* as ETHTOOL_GDRVINFO reports it */
     int rx[2], tx[2];   /* first kernel (major, minor) with devmem RX / TX in this driver */
@@ -18,7 +20,7 @@ const struct devmem_driver *devmem_driver_find(const char *driver);
 
 /* Into out: each driver of the table with its first kernel for devmem RX, e.g. "bnxt_en 6.16,
  * mlx5_core 6.17, ...". */
-void devmem_driver_list(char *out, unsigned long len);
+void devmem_driver_list(char *out, size_t len);
 
 /* The running kernel's major and minor (uname); 0 when unreadable. */
 int devmem_kernel_version(int *major, int *minor);

@@ -198,7 +198,7 @@ static void way_start(uint64_t now)
 {
     if (!way_ready) {
         mca_btl_devmem_idle_choice_init(&way, bound_to_one_cpu(now) ? IDLE_CHOICE_HANDOVER
-                                                               : IDLE_CHOICE_SPIN);
+                                                                    : IDLE_CHOICE_SPIN);
         way_ready = true;
     }
 }
@@ -254,7 +254,7 @@ static int shared_core_handover(mca_btl_devmem_component_t *c, uint64_t now, boo
     if (MCA_BTL_DEVMEM_IDLE_YIELD != c->idle_mode && in_wait_loop
         && (window_wait || (streak && now - noop_yields_since_ns >= HANDED_OVER_NS))) {
         noop_yields_since_ns = 0;
-        return sleep_on_sockets(c, in_wait_loop);
+        return sleep_on_sockets(c, true);
     }
     yield_core(c, now);
     if (last_quiet_call_ns - now >= HANDED_OVER_NS) {
