@@ -70,6 +70,7 @@ DEVMEM_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/$DEVMEM_TEST_NAME.XXXXXX")
 DEVMEM_LAST_OUT=
 _devmem_steps=0
 _devmem_failed=0
+_devmem_failed_steps=()
 _devmem_timed_out=
 _devmem_child=
 
@@ -122,6 +123,7 @@ devmem_step_ok() {
 devmem_step_fail() {
     _devmem_steps=$((_devmem_steps + 1))
     _devmem_failed=$((_devmem_failed + 1))
+    _devmem_failed_steps+=("$*")
     echo "FAIL $*"
 }
 
@@ -143,6 +145,8 @@ devmem_finish() {
     if [ "$_devmem_failed" -ne 0 ]; then
         echo "$DEVMEM_TEST_NAME: $_devmem_failed of $_devmem_steps steps failed" \
             "(btl $DEVMEM_TEST_BTL${DEVMEM_TEST_MCA:+, extra: $DEVMEM_TEST_MCA})"
+        # again at the end, where a log's tail (the check's summary, CI's excerpt) sees them
+        printf 'failed step: %.300s\n' "${_devmem_failed_steps[@]}"
         exit 1
     fi
     echo "$DEVMEM_TEST_NAME: all $_devmem_steps steps passed (btl $DEVMEM_TEST_BTL)"

@@ -74,8 +74,14 @@ if [ "$DEVMEM_BTL_NAME" = devmem ]; then
             devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_yields -gt 0
             devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_yields -gt 0
             if [ "$idle" = adaptive ]; then
-                devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -gt 0
-                devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -gt 0
+                # which rank's waits show no-op yields or a window depends on what else the
+                # core runs (beside a third busy task only the one that waits longer sleeps)
+                blocks=$(devmem_stat_sum "$DEVMEM_LAST_OUT" idle_blocks) || blocks=missing
+                if [ "$blocks" != missing ] && [ "$blocks" -gt 0 ]; then
+                    devmem_step_ok "the ranks slept on their sockets $blocks times"
+                else
+                    devmem_step_fail "idle_blocks summed over the ranks: $blocks, want > 0"
+                fi
             else
                 devmem_expect_stat "$DEVMEM_LAST_OUT" 0 idle_blocks -eq 0
                 devmem_expect_stat "$DEVMEM_LAST_OUT" 1 idle_blocks -eq 0
