@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The component's layers (doc/design.md, "Layers"), bottom first: a file may call functions of
-# its own layer and of the layers below. A call to a layer above is a failure unless it is one
+# The component's layers (doc/design.md, "Layers"), bottom first, one folder each: a file may
+# call functions of, and include headers from, its own layer and the layers below. A call to a layer above is a failure unless it is one
 # of the known ones listed here (none: what a lower layer tells a higher one goes through
 # callbacks the higher one registered); a listed one that is gone fails too, so that the list
 # only shrinks.
@@ -29,65 +29,61 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/testlib.sh"
 
 dir=$DEVMEM_SRC/opal/mca/btl/devmem
-# layer of each file: btl_devmem_NAME.c -> NAME, and a header's static inline functions ->
-# NAME.h (the counters of stats.h and the activity reports of progress.h are what lower layers
-# tell the policy above without calling it). For the data check, a header this table does not
-# name takes its NAME's layer (sock.h: sock's); a file with neither fails.
-layers='
-1 wire: hdr.h rxframe rxframe.h frag frag.h fault tsan.h btl_devmem.h ompi_compat.h show_help stats.h progress.h
-2 sockets: if if.h sock pollset pollset.h idle_choice gpu_nic helper
-3 device memory: dev dev_watch
-4 connections: conn endpoint endpoint.h proc
-5 get and put: rdma rdma.h push reg
-6 device flows: devflow devflow_int devflow_int.h devflow_tx devflow_rx devflow_gather devflow_stripe devflow_lanes rxthread
-7 module and component: module component params progress liveness pml stats
-'
-# the same on one line, ; between the layers (POSIX awk takes no newline in a -v value)
-layer_list=$(echo "$layers" | tr '\n' ';')
-# awk: into[NAME] = its layer number, from layer_list (passed as -v layers=...)
+# A file's layer is its folder's place in this list, bottom first: devmem/ (the kernel layer)
+# is 0, the component's own folder, where the BTL's entry points are, the top. A folder not on
+# the list fails.
+folders='devmem base sockets device connections rdma devflow'
+top=$(echo $folders | wc -w)
+# the component's files, as FOLDER/btl_devmem_NAME.c, .h (the top's without a folder)
+files() { # EXT...
+    local e
+    for e in "$@"; do
+        (cd "$dir" && ls -- btl_devmem*."$e" */btl_devmem*."$e" 2>/dev/null)
+    done
+}
+# a file's key in what this test prints: FOLDER/NAME (.c) or FOLDER/NAME.h
+key_of() { sed 's/btl_devmem_//; s/btl_devmem\.h$/btl_devmem.h/; s/\.c$//'; }
+# awk: layer_of(KEY) from the folder part of a key or a path; -1 for a folder not on the list
 read_layers='
-function read_layers(into,    n, l, i, m, w, j) {
-    n = split(layers, l, ";")
-    for (i = 1; i <= n; i++) {
-        if (l[i] == "") continue
-        m = split(l[i], w, " ")
-        for (j = 2; j <= m; j++) if (w[j] !~ /:$/) into[w[j]] = w[1]
-    }
+function layer_of(k,    n, w, i) {
+    if (k !~ /\//) return top
+    sub(/\/[^\/]*$/, "", k); sub(/.*\//, "", k)
+    n = split(folders, w, " ")
+    for (i = 1; i <= n; i++) if (w[i] == k) return i - 1
+    return -1
 }'
 # caller>callee pairs of files that still call up (none now; a pair added here must say why)
 known='
 '
 
-# FILE FUNCTION for every function a file defines (headers: static inline ones)
+# KEY FUNCTION for every function a file defines (headers: static inline ones)
 defs() {
     local f
-    for f in "$dir"/btl_devmem_*.c "$dir"/btl_devmem_*.h; do
-        awk -v f="$(basename "$f" | sed 's/^btl_devmem_//; s/\.c$//')" -v hdr="${f##*.}" '
+    for f in $(files c h); do
+        awk -v f="$(echo "$f" | key_of)" -v hdr="${f##*.}" '
             /^[A-Za-z_]/ && !/;[ \t]*$/ && match($0, /mca_btl_devmem_[a-z0-9_]+\(/) {
                 if (hdr == "h" && $0 !~ /static inline/) next
-                print f, substr($0, RSTART, RLENGTH - 1) }' "$f"
+                print f, substr($0, RSTART, RLENGTH - 1) }' "$dir/$f"
     done
 }
 # CALLER CALLEE_FUNCTION for every call in a .c file
 calls() {
     local f
-    for f in "$dir"/btl_devmem_*.c; do
-        grep -o 'mca_btl_devmem_[a-z0-9_]*(' "$f" | sed 's/($//' |
-            sed "s/^/$(basename "$f" .c | sed 's/^btl_devmem_//') /"
+    for f in $(files c); do
+        grep -o 'mca_btl_devmem_[a-z0-9_]*(' "$dir/$f" | sed 's/($//' | sed "s|^|$(echo "$f" | key_of) |"
     done
 }
-up=$(awk -v layers="$layer_list" "$read_layers"'
-    BEGIN { read_layers(layer) }
+up=$(awk -v folders="$folders" -v top="$top" "$read_layers"'
     FNR == NR { owner[$2] = $1; next }
     ($2 in owner) && owner[$2] != $1 {
         c = $1; d = owner[$2]
-        if (!(c in layer) || !(d in layer)) { print "unplaced " c ">" d; next }
-        if (layer[d] > layer[c]) print c ">" d
+        if (layer_of(c) < 0 || layer_of(d) < 0) { print "unplaced " c ">" d; next }
+        if (layer_of(d) > layer_of(c)) print c ">" d
     }' <(defs) <(calls) | sort -u)
 
 unplaced=$(echo "$up" | sed -n 's/^unplaced //p')
 if [ -n "$unplaced" ]; then
-    devmem_step_fail "files with no layer (add them to this test and doc/design.md): $unplaced"
+    devmem_step_fail "files in a folder that is no layer (add it to this test and doc/design.md): $unplaced"
 fi
 new=$(comm -23 <(echo "$up" | grep -v '^unplaced' | grep .) <(echo "$known" | grep . | sort))
 gone=$(comm -13 <(echo "$up" | grep -v '^unplaced' | grep .) <(echo "$known" | grep . | sort))
@@ -100,6 +96,27 @@ if [ -n "$gone" ]; then
     devmem_step_fail "calls up that are gone: $(echo $gone) (take them off this test's list)"
 else
     devmem_step_ok "$(echo "$known" | grep -c .) known calls up (doc/design.md, Layers)"
+fi
+
+# ---- includes: a file includes the headers of its own layer and below (by the folder in the
+# #include line: FOLDER/btl_devmem_NAME.h), but for these, each with its reason
+known_includes='
+base/btl_devmem.h>sockets/btl_devmem_if.h the module holds its interface (see S1 of the module below)
+base/btl_devmem.h>sockets/btl_devmem_pollset.h the component holds the socket set (see S1 of the module below)
+'
+includes_up=$(for f in $(files c h); do
+    grep -o '^#include "[a-z_/]*btl_devmem[a-z_]*\.h"' "$dir/$f" | sed 's/^#include "//; s/"$//' |
+        sed "s|^|$f |"
+done | awk -v folders="$folders" -v top="$top" "$read_layers"'
+    layer_of($2) > layer_of($1) || layer_of($2) < 0 { print $1 ">" $2 }' | sort -u)
+new=$(comm -23 <(echo "$includes_up" | grep .) <(echo "$known_includes" | awk 'NF { print $1 }' | sort))
+gone=$(comm -13 <(echo "$includes_up" | grep .) <(echo "$known_includes" | awk 'NF { print $1 }' | sort))
+if [ -n "$new" ]; then
+    devmem_step_fail "includes of a layer above, new: $(echo $new)"
+elif [ -n "$gone" ]; then
+    devmem_step_fail "known includes up that are gone: $(echo $gone) (take them off this test's list)"
+else
+    devmem_step_ok "no new include of a layer above ($(echo "$known_includes" | grep -c .) known)"
 fi
 
 # ---- data: struct members (S1, S2, S3 above)
@@ -119,13 +136,13 @@ S1 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 o
 S3 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 of the module
 S1 mca_btl_devmem_frag_t.* the fragment (frag.h) is the descriptor the PML holds, one per operation from free lists sized at init: the endpoint sends it, get and put fill its get fields, the device flows its lane offsets; a per-layer extension as the endpoint has is still to do
 S3 mca_btl_devmem_frag_t.* the fragment: see S1
-S2 pollset->data the data union of the system struct epoll_event, not the field of a push
+S2 sockets/pollset->data the data union of the system struct epoll_event, not the field of a push
 macro mca_btl_devmem_stats members made by MCA_BTL_DEVMEM_STATS: the counters every layer adds to (stats.h, layer 1)
 '
 
 # The program reads every component file and devmem/*.h. It prints
 #   V RULE KEY DETAIL      a violation (RULE: S1 S2 S3 macro)
-#   UNPLACED FILE          a component file the layers table does not place
+#   UNPLACED FILE          a component file in a folder that is no layer
 #   BAD STRUCT TEXT        a member declaration it cannot read
 #   DUP STRUCT FILE FILE   a struct defined twice
 #   N STRUCTS MEMBERS      what it read
@@ -287,18 +304,15 @@ function adduse(f, init, base) {
     use[fkey, f, init, base] = 1; nuse++
     ufile[nuse] = fkey; ufield[nuse] = f; ulayer[nuse] = layer; uinit[nuse] = init; ubase[nuse] = base
 }
-# FILE's layer (-1: unplaced); fkey: its name in the table (btl_devmem_NAME.c -> NAME,
-# btl_devmem_NAME.h -> NAME.h, else NAME's layer)
+# FILE's layer (-1: a folder not on the list); fkey: its key (FOLDER/NAME, FOLDER/NAME.h,
+# devmem/FILE)
 function placefile(f,    k) {
     if (f ~ /\/devmem\/devmem\/[^\/]*$/) { k = f; sub(/.*\//, "devmem/", k); fkey = k; return 0 }
-    k = f; sub(/.*\//, "", k); sub(/^btl_devmem_/, "", k); sub(/\.c$/, "", k); fkey = k
-    if (k in lay) return lay[k]
-    if (k ~ /\.h$/) { sub(/\.h$/, "", k); if (k in lay) return lay[k] }
-    return -1
+    k = substr(f, length(dir) + 2); sub(/btl_devmem_/, "", k); sub(/\.c$/, "", k); fkey = k
+    return layer_of(k)
 }
 function addto(list, file) { return index(list " ", " " file " ") ? list : list " " file }
 BEGIN {
-    read_layers(lay)
     lit[1] = "/*"; lit[2] = "//"; lit[3] = "\""; lit[4] = sprintf("%c", 39)
     for (i = 1; i < ARGC; i++) if (placefile(ARGV[i]) < 0) print "UNPLACED", fkey
     fkey = ""
@@ -373,7 +387,8 @@ END {
 }
 AWK
 )
-data=$(awk -v layers="$layer_list" "$read_layers$data_awk" "$dir"/btl_devmem*.h "$dir"/btl_devmem_*.c "$dir"/devmem/*.h)
+data=$(awk -v folders="$folders" -v top="$top" -v dir="$dir" "$read_layers$data_awk" \
+    $(files h c | sed "s|^|$dir/|") "$dir"/devmem/*.h)
 
 # the violations against the list: "new RULE KEY DETAIL", "gone RULE PATTERN", "known RULE KEY"
 judged=$(awk '
@@ -395,7 +410,7 @@ judged=$(awk '
 
 unplaced=$(echo "$data" | sed -n 's/^UNPLACED //p')
 if [ -n "$unplaced" ]; then
-    devmem_step_fail "files with no layer (add them to this test and doc/design.md): $(echo $unplaced)"
+    devmem_step_fail "files in a folder that is no layer (add it to this test and doc/design.md): $(echo $unplaced)"
 fi
 bad=$(echo "$data" | sed -n -e 's/^BAD /    /p' -e 's/^DUP /    /p')
 if [ -n "$bad" ]; then

@@ -18,7 +18,7 @@
 
 #include "fuzz.h"
 
-#include "btl_devmem_rxframe.h"
+#include "base/btl_devmem_rxframe.h"
 
 struct state {
     int admitted, completed;

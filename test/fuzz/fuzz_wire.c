@@ -14,7 +14,7 @@
 
 #include "fuzz.h"
 
-#include "btl_devmem_hdr.h"
+#include "base/btl_devmem_hdr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

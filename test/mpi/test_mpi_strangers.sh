@@ -49,7 +49,7 @@ fi
 strangers=0
 races=0 # connect-and-close: a lost connect race (control port) or a retired lane (device flow)
 proto=$(sed -n 's/^#define MCA_BTL_DEVMEM_PROTO_VERSION \([0-9]*\)$/\1/p' \
-    "$DEVMEM_SRC/opal/mca/btl/devmem/btl_devmem_hdr.h")
+    "$DEVMEM_SRC/opal/mca/btl/devmem/base/btl_devmem_hdr.h")
 hello_wrong_secret() {
     # magic "BMDM", this version (MCA_BTL_DEVMEM_PROTO_VERSION), status REQUEST, name 1.0, a
     # secret nobody published, link 0, frag limit 64 KiB, header size 24: well formed except

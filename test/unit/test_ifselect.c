@@ -4,7 +4,7 @@
  * entries, the family picked per interface, the subnet test used to pair addresses, and the
  * socket-address round trips. Exit 0 pass, 1 fail.
  */
-#include "btl_devmem_if.h"
+#include "sockets/btl_devmem_if.h"
 
 #include <arpa/inet.h>
 #include <net/if.h>

@@ -8,7 +8,7 @@
  * MCA_BTL_DEVMEM_RX_SLACK bytes past its payload, as Open MPI 5's ob1 does past a CID
  * header. Exit 0 pass, 1 fail.
  */
-#include "btl_devmem_rxframe.h"
+#include "base/btl_devmem_rxframe.h"
 
 #include <errno.h>
 #include <stdint.h>

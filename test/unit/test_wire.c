@@ -3,7 +3,7 @@
  * The btl_devmem wire protocol: hello and fragment-header checks, including everything a
  * stranger or a broken peer could send. Exit 0 pass, 1 fail.
  */
-#include "btl_devmem_hdr.h"
+#include "base/btl_devmem_hdr.h"
 
 #include <stdio.h>
 #include <stdlib.h>

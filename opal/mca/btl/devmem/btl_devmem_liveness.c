@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include "btl_devmem_ompi_compat.h"
+#include "base/btl_devmem_ompi_compat.h"
 
-#include "btl_devmem_devflow.h"
-#include "btl_devmem_endpoint.h"
+#include "sockets/btl_devmem_pollset.h"
+#include "sockets/btl_devmem_sock.h"
+#include "connections/btl_devmem_endpoint.h"
+#include "devflow/btl_devmem_devflow.h"
 #include "btl_devmem_liveness.h"
-#include "btl_devmem_sock.h"
-#include "btl_devmem_pollset.h"
 
 static opal_event_t tick;
 static bool ticking;

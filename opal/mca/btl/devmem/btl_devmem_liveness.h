@@ -11,7 +11,7 @@
 #ifndef MCA_BTL_DEVMEM_LIVENESS_H
 #define MCA_BTL_DEVMEM_LIVENESS_H
 
-#include "btl_devmem.h"
+#include "base/btl_devmem.h"
 
 BEGIN_C_DECLS
 

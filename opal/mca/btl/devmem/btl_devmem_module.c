@@ -12,16 +12,17 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/proc.h"
 
-#include "btl_devmem.h"
-#include "btl_devmem_dev.h"
-#include "btl_devmem_devflow.h"
-#include "btl_devmem_endpoint.h"
-#include "btl_devmem_frag.h"
+#include "base/btl_devmem.h"
+#include "base/btl_devmem_frag.h"
+#include "device/btl_devmem_dev.h"
+#include "connections/btl_devmem_endpoint.h"
+#include "connections/btl_devmem_proc.h"
+#include "rdma/btl_devmem_rdma.h"
+#include "rdma/btl_devmem_reg.h"
+#include "devflow/btl_devmem_devflow.h"
+#include "devflow/btl_devmem_rxthread.h"
 #include "btl_devmem_pml.h"
-#include "btl_devmem_proc.h"
-#include "btl_devmem_rdma.h"
-#include "btl_devmem_reg.h"
-#include "btl_devmem_rxthread.h"
+#include "btl_devmem_progress.h"
 
 int mca_btl_devmem_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
                              struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,

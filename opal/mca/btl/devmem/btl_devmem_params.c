@@ -17,10 +17,10 @@
 #include "opal/util/show_help.h"
 
 #include "devmem/cudrv.h"
-#include "btl_devmem.h"
-#include "btl_devmem_helper.h"
+#include "base/btl_devmem.h"
+#include "sockets/btl_devmem_helper.h"
+#include "rdma/btl_devmem_push.h"
 #include "btl_devmem_params.h"
-#include "btl_devmem_push.h"
 #include "btl_devmem_stats.h"
 
 /* Register a read-only parameter of the component; its MCA type follows from storage's (int *,

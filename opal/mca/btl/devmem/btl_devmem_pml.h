@@ -5,7 +5,7 @@
 #ifndef MCA_BTL_DEVMEM_PML_H
 #define MCA_BTL_DEVMEM_PML_H
 
-#include "btl_devmem.h"
+#include "base/btl_devmem.h"
 
 BEGIN_C_DECLS
 

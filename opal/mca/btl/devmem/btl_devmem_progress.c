@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Give the core away when our connections are quiet and it is shared: btl_devmem_progress.h */
-#include "btl_devmem_progress.h"
-#include "btl_devmem_dev.h"
-#include "btl_devmem_devflow.h"
-#include "btl_devmem_endpoint.h"
-#include "btl_devmem_params.h"
+#include "sockets/btl_devmem_pollset.h"
+#include "device/btl_devmem_dev.h"
+#include "connections/btl_devmem_endpoint.h"
+#include "devflow/btl_devmem_devflow.h"
 #include "btl_devmem_idle_choice.h"
-#include "btl_devmem_pollset.h"
+#include "btl_devmem_params.h"
+#include "btl_devmem_progress.h"
 
 #include <sched.h>
 #include <stdio.h>

@@ -52,29 +52,9 @@
 #ifndef MCA_BTL_DEVMEM_PROGRESS_H
 #define MCA_BTL_DEVMEM_PROGRESS_H
 
-#include "btl_devmem.h"
+#include "base/btl_devmem.h"
 
 BEGIN_C_DECLS
-
-/* Something happened on one of our sockets (event handlers, and sends from any thread). */
-static inline void mca_btl_devmem_progress_activity(void)
-{
-    (void) __atomic_fetch_add(&mca_btl_devmem_component.activity, 1, __ATOMIC_RELAXED);
-}
-
-/* A window of transfers under way, during which a waiting rank may sleep on a contended
- * core (progress.c): gets asked and not yet answered (n added or, negative, removed), and
- * connections whose socket is full with more than one frame still queued. */
-static inline void mca_btl_devmem_progress_gets(int n)
-{
-    (void) __atomic_fetch_add(&mca_btl_devmem_component.window_gets, n, __ATOMIC_RELAXED);
-}
-
-static inline void mca_btl_devmem_progress_writer(bool blocked)
-{
-    (void) __atomic_fetch_add(&mca_btl_devmem_component.window_writers, blocked ? 1 : -1,
-                              __ATOMIC_RELAXED);
-}
 
 /* The component's btl_progress: registered by the BML, run at every opal_progress. Polls
  * our sockets (btl_devmem_pollset.h), then yields or sleeps as above; in one thread at a time

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The counters' line and their MPI_T performance variables, both from the one list in
- * btl_devmem_stats.h.
+ * base/btl_devmem_counters.h.
  */
 #include "opal_config.h"
 
@@ -11,10 +11,10 @@
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/util/proc.h"
 
-#include "btl_devmem.h"
-#include "btl_devmem_dev.h"
+#include "base/btl_devmem.h"
+#include "sockets/btl_devmem_pollset.h"
+#include "device/btl_devmem_dev.h"
 #include "btl_devmem_stats.h"
-#include "btl_devmem_pollset.h"
 
 #include "devmem/emul.h"
 
