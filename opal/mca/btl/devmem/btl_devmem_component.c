@@ -476,7 +476,6 @@ static const struct mca_btl_devmem_endpoint_hooks ep_hooks = {
     .detached = ep_detached,
     .destructing = ep_destructing,
     .placing_send = mca_btl_devmem_push_emit_locked,
-    .push_done = mca_btl_devmem_push_sent,
     .admit_any = mca_btl_devmem_push_rx_admit,
     .resp_admit = mca_btl_devmem_rdma_resp_admit,
     .resp_dest = mca_btl_devmem_rdma_resp_dest,

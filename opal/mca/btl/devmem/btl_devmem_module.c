@@ -238,7 +238,7 @@ static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 {
     mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) des;
 
-    frag->kind = MCA_BTL_DEVMEM_FRAG_SEND;
+    frag->done = NULL; /* a PML descriptor: the endpoint completes it */
     mca_btl_devmem_frag_prepare_write(frag);
     frag->hdr.type = MCA_BTL_DEVMEM_HDR_SEND;
     frag->hdr.tag = tag;
@@ -330,7 +330,7 @@ static int btl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endp
     frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
     frag->base.des_cbfunc = sendi_sent; /* only where the socket takes part of it */
     frag->base.des_cbdata = &sent;
-    frag->kind = MCA_BTL_DEVMEM_FRAG_SEND;
+    frag->done = NULL; /* a PML descriptor: the endpoint completes it */
     mca_btl_devmem_frag_prepare_write(frag);
     frag->hdr.type = MCA_BTL_DEVMEM_HDR_SEND;
     frag->hdr.tag = tag;

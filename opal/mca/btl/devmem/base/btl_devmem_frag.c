@@ -98,7 +98,7 @@ static mca_btl_devmem_frag_t *take(opal_free_list_t *list, size_t capacity)
     frag->list = list;
     frag->capacity = capacity;
     frag->endpoint = NULL;
-    frag->kind = MCA_BTL_DEVMEM_FRAG_SEND;
+    frag->done = NULL;
     frag->base.des_segments = frag->segments;
     frag->base.des_segment_count = 0;
     frag->base.des_flags = 0;
@@ -145,6 +145,14 @@ size_t mca_btl_devmem_frag_max_payload(void)
 mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void)
 {
     return take(&mca_btl_devmem_component.frags_user, 0);
+}
+
+void mca_btl_devmem_frag_done_return(struct mca_btl_base_endpoint_t *ep,
+                                     mca_btl_devmem_frag_t *frag, int status)
+{
+    (void) ep;
+    (void) status;
+    mca_btl_devmem_frag_return(frag);
 }
 
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag)

@@ -13,18 +13,15 @@
 
 BEGIN_C_DECLS
 
-/* What completing the write of a fragment means. */
-enum mca_btl_devmem_frag_kind {
-    MCA_BTL_DEVMEM_FRAG_SEND,     /* PML descriptor: callback and ownership flags apply */
-    MCA_BTL_DEVMEM_FRAG_PUT,      /* RDMA put: the completion callback runs when written */
-    MCA_BTL_DEVMEM_FRAG_CTRL,     /* internal (GET_REQ, GET_RESP, FIN, DEVFLOW): returned once
-                                   * written; a GET_RESP sent with devmem TX once the kernel
-                                   * has completed it too (btl_devmem_devflow_tx.c) */
-    MCA_BTL_DEVMEM_FRAG_GET,      /* a get waiting for its GET_RESP; never on a send queue */
-    MCA_BTL_DEVMEM_FRAG_CHUNK,    /* a piece of a get striped over device-flow lanes
-                                   * (btl_devmem_devflow_stripe.c); completing the last
-                                   * piece completes the get */
-};
+struct mca_btl_devmem_frag_t;
+
+/* What completing a fragment means is its owner's: the function the layer that made it set
+ * (a put's callback, a get's answer in place, a chunk counted against its get, a push
+ * handed back), run by whoever completes it (written, answered, failed) with the endpoint
+ * and the status. A fragment without one is a PML descriptor: the endpoint completes it as
+ * its flags ask (callback, ownership). */
+typedef void (*mca_btl_devmem_frag_done_fn)(struct mca_btl_base_endpoint_t *ep,
+                                            struct mca_btl_devmem_frag_t *frag, int status);
 
 #define MCA_BTL_DEVMEM_FRAG_IOVS 4
 
@@ -35,7 +32,7 @@ typedef struct mca_btl_devmem_frag_t {
     struct iovec iov[MCA_BTL_DEVMEM_FRAG_IOVS]; /* header, then the segments */
     int iov_cnt;
     int iov_idx;                                 /* first iovec not yet fully written */
-    enum mca_btl_devmem_frag_kind kind;
+    mca_btl_devmem_frag_done_fn done;             /* NULL: a PML descriptor */
     struct mca_btl_base_endpoint_t *endpoint;
     opal_free_list_t *list;                      /* where it returns */
     size_t capacity;                             /* payload bytes after the struct */
@@ -85,6 +82,11 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
 /* Back to its free list; TX memory it held goes back through the release function the
  * registration cache set (a layer above: doc/design.md, Layers). */
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
+
+/* The done function of a fragment that only has to go back once written or failed (a
+ * control frame: GET_REQ, FIN, DEVFLOW, LANES). */
+void mca_btl_devmem_frag_done_return(struct mca_btl_base_endpoint_t *ep,
+                                     mca_btl_devmem_frag_t *frag, int status);
 void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem_txmem *t));
 
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */

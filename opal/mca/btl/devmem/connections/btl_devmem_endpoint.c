@@ -194,65 +194,26 @@ void mca_btl_devmem_endpoint_detach(mca_btl_devmem_endpoint_t *ep)
 
 /* ---------------------------------------------------------------- completion */
 
+/* A fragment's owner completes it (its done function); PML descriptors are the endpoint's */
 static void complete_frag(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
 {
-    mca_btl_devmem_module_t *m = ep->module;
+    int owned;
 
-    switch (frag->kind) {
-    case MCA_BTL_DEVMEM_FRAG_SEND: {
-        int owned = frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-        if (OPAL_SUCCESS == status) {
-            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
-            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_frags, 1);
-        }
-        /* queued fragments always call back; those of sendi have nobody to call */
-        if ((frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
-            && NULL != frag->base.des_cbfunc) {
-            frag->base.des_cbfunc(&m->super, ep, &frag->base, status);
-        }
-        if (owned) {
-            mca_btl_devmem_frag_return(frag);
-        }
-        break;
+    if (NULL != frag->done) {
+        frag->done(ep, frag, status);
+        return;
     }
-    case MCA_BTL_DEVMEM_FRAG_PUT:
-        if (OPAL_SUCCESS == status) {
-            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
-            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.put_host, frag->payload);
-        }
-        frag->rdma_cb(&m->super, ep, frag->local_address, frag->local_handle, frag->cbcontext,
-                      frag->cbdata, status);
-        mca_btl_devmem_frag_return(frag);
-        break;
-    case MCA_BTL_DEVMEM_FRAG_GET:
-        frag->rdma_cb(&m->super, ep, frag->local_address, frag->local_handle, frag->cbcontext,
-                      frag->cbdata, status);
-        mca_btl_devmem_frag_return(frag);
-        break;
-    case MCA_BTL_DEVMEM_FRAG_CHUNK: {
-        mca_btl_devmem_frag_t *get = frag->parent;
-        int ok = OPAL_SUCCESS;
-
-        mca_btl_devmem_frag_return(frag);
-        if (OPAL_SUCCESS != status) {
-            /* the first failure is the one the get reports */
-            (void) __atomic_compare_exchange_n(&get->chunk_status, &ok, status, false,
-                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-        }
-        if (1 == __atomic_fetch_sub(&get->chunks_left, 1, __ATOMIC_ACQ_REL)) {
-            complete_frag(ep, get, __atomic_load_n(&get->chunk_status, __ATOMIC_ACQUIRE));
-        }
-        break;
+    owned = frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    if (OPAL_SUCCESS == status) {
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_frags, 1);
     }
-    case MCA_BTL_DEVMEM_FRAG_CTRL:
-        if (OPAL_SUCCESS == status && MCA_BTL_DEVMEM_HDR_GET_RESP == frag->hdr.type) {
-            mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
-        }
-        if (MCA_BTL_DEVMEM_HDR_PUSH == frag->hdr.type) {
-            mca_btl_devmem_endpoint_hooks.push_done(ep, frag, status);
-        }
+    /* queued fragments always call back; those of sendi have nobody to call */
+    if ((frag->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && NULL != frag->base.des_cbfunc) {
+        frag->base.des_cbfunc(&ep->module->super, ep, &frag->base, status);
+    }
+    if (owned) {
         mca_btl_devmem_frag_return(frag);
-        break;
     }
 }
 
@@ -549,9 +510,7 @@ int mca_btl_devmem_endpoint_send(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_f
 static mca_btl_devmem_frag_t *placing_locked(mca_btl_devmem_endpoint_t *ep,
                                              mca_btl_devmem_frag_t *frag)
 {
-    return MCA_BTL_DEVMEM_FRAG_SEND == frag->kind
-               ? mca_btl_devmem_endpoint_hooks.placing_send(ep, frag)
-               : NULL;
+    return NULL == frag->done ? mca_btl_devmem_endpoint_hooks.placing_send(ep, frag) : NULL;
 }
 
 int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
@@ -580,7 +539,7 @@ int mca_btl_devmem_endpoint_send_placed(mca_btl_devmem_endpoint_t *ep,
         if (opal_list_is_empty(&ep->send_queue) && !ep->tx_corked) {
             /* inline: the common case, and the fastest; 1 tells the PML its descriptor is
              * done (PML descriptors only; frag may be reused once written) */
-            bool pml_desc = MCA_BTL_DEVMEM_FRAG_SEND == frag->kind;
+            bool pml_desc = NULL == frag->done;
 
             rc = write_now_unlock(ep, frag, push, false);
             return 1 == rc && !pml_desc ? OPAL_SUCCESS : rc;
@@ -965,7 +924,7 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep)
     OPAL_THREAD_LOCK(&ep->lock);
     if (MCA_BTL_DEVMEM_EP_CONNECTED == ep->state
         && NULL != (fin = mca_btl_devmem_frag_alloc(0))) {
-        fin->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+        fin->done = mca_btl_devmem_frag_done_return;
         fin->hdr.type = MCA_BTL_DEVMEM_HDR_FIN;
         mca_btl_devmem_frag_prepare_write(fin);
         opal_list_append(&ep->send_queue, &fin->base.super.super);

@@ -146,10 +146,9 @@ struct mca_btl_devmem_endpoint_hooks {
     void (*destructing)(mca_btl_devmem_endpoint_t *ep);
 
     /* sending, under ep->lock: SEND frame frag takes its place on the wire (a PUSH frame to
-     * queue right behind it, or NULL); a PUSH frame is done with (written or failed) */
+     * queue right behind it, or NULL) */
     mca_btl_devmem_frag_t *(*placing_send)(mca_btl_devmem_endpoint_t *ep,
                                            mca_btl_devmem_frag_t *frag);
-    void (*push_done)(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status);
 
     /* receiving. Every frame first: 0, or why it must not come here (-1: a protocol error,
      * -2: abort the connection). Then by type: GET_RESP admitted, placed, done; PUSH

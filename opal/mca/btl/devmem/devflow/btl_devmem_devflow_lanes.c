@@ -84,7 +84,7 @@ static void say(mca_btl_devmem_endpoint_t *ep, enum mca_btl_devmem_lanes_say wha
         mca_btl_devmem_endpoint_fail(ep, "out of memory asking for device-flow lanes", ENOMEM);
         return;
     }
-    frag->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    frag->done = mca_btl_devmem_frag_done_return;
     mca_btl_devmem_frag_prepare_write(frag);
     frag->hdr.type = MCA_BTL_DEVMEM_HDR_LANES;
     frag->hdr.id = what;

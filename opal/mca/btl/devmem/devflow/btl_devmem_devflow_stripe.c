@@ -108,6 +108,22 @@ bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
     return !get->dst_dev && NULL != dev && NULL == dev->pool.map;
 }
 
+/* A chunk is done: its get is once the last of them is, with the first failure among them. */
+static void chunk_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *chunk, int status)
+{
+    mca_btl_devmem_frag_t *get = chunk->parent;
+    int ok = OPAL_SUCCESS;
+
+    mca_btl_devmem_frag_return(chunk);
+    if (OPAL_SUCCESS != status) {
+        (void) __atomic_compare_exchange_n(&get->chunk_status, &ok, status, false,
+                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    if (1 == __atomic_fetch_sub(&get->chunks_left, 1, __ATOMIC_ACQ_REL)) {
+        get->done(ep, get, __atomic_load_n(&get->chunk_status, __ATOMIC_ACQUIRE));
+    }
+}
+
 bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
                                 mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe)
 {
@@ -148,7 +164,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
         struct mca_btl_devmem_hdr *h = 0 == i ? &req->hdr : &more[i - 1];
         size_t len = get->hdr.size - off < stripe->chunk ? get->hdr.size - off : stripe->chunk;
 
-        c->kind = MCA_BTL_DEVMEM_FRAG_CHUNK;
+        c->done = chunk_done;
         c->parent = get;
         c->endpoint = ep;
         c->local_address = (char *) get->local_address + off;

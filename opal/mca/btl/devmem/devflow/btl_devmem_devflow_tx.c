@@ -126,7 +126,7 @@ static void connected(struct mca_btl_devmem_devflow *df)
         mca_btl_devmem_endpoint_fail(ep, "out of memory naming the device flow", ENOMEM);
         return;
     }
-    claim->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    claim->done = mca_btl_devmem_frag_done_return;
     mca_btl_devmem_frag_prepare_write(claim);
     claim->hdr.type = MCA_BTL_DEVMEM_HDR_DEVFLOW;
     claim->hdr.tag = (uint8_t) df->lane;
@@ -476,7 +476,7 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
         /* devmem TX: the NIC reads the bytes from the dmabuf; nothing passes the CPU */
         resp = mca_btl_devmem_frag_alloc_user();
         if (NULL != resp) {
-            resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+            resp->done = mca_btl_devmem_rdma_resp_sent;
             resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
             resp->hdr.id = h->id;
             resp->txmem = t;

@@ -150,6 +150,25 @@ void mca_btl_devmem_push_forget(mca_btl_devmem_endpoint_t *ep)
     (void) pthread_mutex_unlock(&owner_lock);
 }
 
+/* A PUSH frame is done with (written, or failed with its connection). */
+static void push_data_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag,
+                           int status)
+{
+    struct mca_btl_devmem_push_out *po;
+
+    OPAL_THREAD_LOCK(&ep->lock);
+    /* its push, unless the registration ended first (po gone, or a newer one) */
+    if (NULL != (po = peer_of(ep)->out) && po->data == frag) {
+        po->data = NULL;
+    }
+    OPAL_THREAD_UNLOCK(&ep->lock);
+    if (OPAL_SUCCESS == status) {
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_sent, 1);
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
+    }
+    mca_btl_devmem_frag_return(frag);
+}
+
 mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(mca_btl_devmem_endpoint_t *ep,
                                                        mca_btl_devmem_frag_t *frag)
 {
@@ -170,7 +189,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(mca_btl_devmem_endpoint_t
         return NULL;
     }
     po->armed = false;
-    data->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    data->done = push_data_done;
     data->endpoint = ep;
     data->segments[0].seg_addr.lval = po->base;
     data->segments[0].seg_len = po->len;
@@ -184,23 +203,6 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(mca_btl_devmem_endpoint_t
     frag->hdr.id = po->id;
     frag->hdr.addr = po->base;
     return data;
-}
-
-void mca_btl_devmem_push_sent(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag,
-                              int status)
-{
-    struct mca_btl_devmem_push_out *po;
-
-    OPAL_THREAD_LOCK(&ep->lock);
-    /* its push, unless the registration ended first (po gone, or a newer one) */
-    if (NULL != (po = peer_of(ep)->out) && po->data == frag) {
-        po->data = NULL;
-    }
-    OPAL_THREAD_UNLOCK(&ep->lock);
-    if (OPAL_SUCCESS == status) {
-        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_sent, 1);
-        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
-    }
 }
 
 /* ---------------------------------------------------------------- receiving side */

@@ -107,10 +107,6 @@ void mca_btl_devmem_push_forget(struct mca_btl_base_endpoint_t *ep);
 struct mca_btl_devmem_frag_t *mca_btl_devmem_push_emit_locked(struct mca_btl_base_endpoint_t *ep,
                                                               struct mca_btl_devmem_frag_t *frag);
 
-/* A PUSH frame is done with (written, or failed with its connection). */
-void mca_btl_devmem_push_sent(struct mca_btl_base_endpoint_t *ep,
-                              struct mca_btl_devmem_frag_t *frag, int status);
-
 /* ---- receiving side; h is a header the codec passed. 0, or -1 with why filled: a
  * protocol error (or out of memory) that ends the connection. */
 

@@ -18,14 +18,44 @@
 #include "rdma/btl_devmem_rdma.h"
 #include "rdma/btl_devmem_reg.h"
 
+/* A put is done once written, a get once its answer is in place (or either failed): the
+ * caller hears it. */
+static void put_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
+{
+    if (OPAL_SUCCESS == status) {
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.put_host, frag->payload);
+    }
+    frag->rdma_cb(&ep->module->super, ep, frag->local_address, frag->local_handle,
+                  frag->cbcontext, frag->cbdata, status);
+    mca_btl_devmem_frag_return(frag);
+}
+
+static void get_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
+{
+    frag->rdma_cb(&ep->module->super, ep, frag->local_address, frag->local_handle,
+                  frag->cbcontext, frag->cbdata, status);
+    mca_btl_devmem_frag_return(frag);
+}
+
+void mca_btl_devmem_rdma_resp_sent(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *resp,
+                                   int status)
+{
+    (void) ep;
+    if (OPAL_SUCCESS == status) {
+        mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, resp->payload);
+    }
+    mca_btl_devmem_frag_return(resp);
+}
+
 /* What put and get fragments both carry: the local side and whom to tell. */
-static void rdma_frag_init(mca_btl_devmem_frag_t *frag, enum mca_btl_devmem_frag_kind kind,
+static void rdma_frag_init(mca_btl_devmem_frag_t *frag, mca_btl_devmem_frag_done_fn done,
                            void *local_address,
                            mca_btl_base_registration_handle_t *local_handle,
                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                            void *cbdata)
 {
-    frag->kind = kind;
+    frag->done = done;
     frag->local_address = local_address;
     frag->local_handle = local_handle;
     frag->rdma_cb = cbfunc;
@@ -50,7 +80,7 @@ int mca_btl_devmem_put(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     if (NULL == (frag = mca_btl_devmem_frag_alloc_user())) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    rdma_frag_init(frag, MCA_BTL_DEVMEM_FRAG_PUT, local_address, local_handle, cbfunc,
+    rdma_frag_init(frag, put_done, local_address, local_handle, cbfunc,
                    cbcontext, cbdata);
     frag->segments[0].seg_addr.pval = local_address;
     frag->segments[0].seg_len = size;
@@ -193,7 +223,7 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
         }
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    rdma_frag_init(get, MCA_BTL_DEVMEM_FRAG_GET, local_address, local_handle, cbfunc,
+    rdma_frag_init(get, get_done, local_address, local_handle, cbfunc,
                    cbcontext, cbdata);
     get->endpoint = ep;
     get->hdr.size = (uint32_t) size;
@@ -214,7 +244,7 @@ static int get_ask(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
 {
     int rc;
 
-    req->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    req->done = mca_btl_devmem_frag_done_return;
     mca_btl_devmem_frag_prepare_write(req);
     req->hdr.type = MCA_BTL_DEVMEM_HDR_GET_REQ;
     req->hdr.addr = remote_address;
@@ -282,7 +312,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_rdma_get_resp(const struct mca_btl_devmem_
         snprintf(why, whylen, "out of fragments answering a get");
         return NULL;
     }
-    resp->kind = MCA_BTL_DEVMEM_FRAG_CTRL;
+    resp->done = mca_btl_devmem_rdma_resp_sent;
     resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
     resp->hdr.id = h->id;
     resp->segments[0].seg_addr.lval = h->addr;

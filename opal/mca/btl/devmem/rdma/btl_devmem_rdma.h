@@ -73,6 +73,11 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                        int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
                        void *cbcontext, void *cbdata);
 
+/* The done function of a GET_RESP, sent or failed (the devmem TX answers of the device
+ * flows too). */
+void mca_btl_devmem_rdma_resp_sent(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *resp,
+                                   int status);
+
 /* The answer to GET_REQ h: a GET_RESP fragment whose payload is h->size bytes at h->addr in
  * our memory, in place (device memory: copied to host memory first, the copy freed with the
  * fragment), ready to queue; it returns to its free list once written. NULL with why filled
