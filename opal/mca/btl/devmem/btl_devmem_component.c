@@ -182,7 +182,8 @@ static bool prev_record_read(void)
         return false;
     }
     if (OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&opal_proc_local_get()->proc_name,
-                                                       &c->secret, &c->prev, &c->prev_n)) {
+                                                       &c->secret, NULL, &c->prev,
+                                                       &c->prev_n)) {
         return false;
     }
     DEVMEM_VERBOSE(10, "opened again in this process: the secret and ports of its earlier modex "
@@ -224,6 +225,36 @@ static int create_listener(mca_btl_devmem_module_t *m)
     return mca_btl_devmem_listener_start(&m->listener);
 }
 
+/* The kernel's boot id, which network namespaces and containers of one machine share: how a
+ * rank learns which of its peers share its CPUs. Left zero (unknown) when unreadable. */
+static void machine_read(uint8_t id[16])
+{
+    char text[64];
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    size_t n = 0;
+
+    memset(id, 0, 16);
+    if (NULL == f) {
+        return;
+    }
+    if (NULL != fgets(text, sizeof(text), f)) {
+        for (const char *p = text; '\0' != *p && n < 32; p++) {
+            int v = *p >= '0' && *p <= '9'   ? *p - '0'
+                    : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                             : -1;
+
+            if (v >= 0) {
+                id[n / 2] = (uint8_t) (id[n / 2] << 4 | v);
+                n++;
+            }
+        }
+    }
+    fclose(f);
+    if (32 != n) {
+        memset(id, 0, 16);
+    }
+}
+
 static int publish_modex(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
@@ -232,9 +263,10 @@ static int publish_modex(void)
     uint8_t *blob = calloc(1, size);
     struct mca_btl_devmem_modex_hdr hdr = {MCA_BTL_DEVMEM_MODEX_MAGIC,
                                            MCA_BTL_DEVMEM_MODEX_VERSION,
-                                           (uint16_t) c->num_modules, c->secret};
+                                           (uint16_t) c->num_modules, c->secret, {0}};
     int rc;
 
+    memcpy(hdr.machine, c->machine, sizeof(hdr.machine));
     if (NULL == blob) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -426,6 +458,8 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         return NULL;
     }
     mca_btl_devmem_nofile_init();
+    machine_read(c->machine);
+    c->machine_peers = 0; /* counted again as this life's add_procs meets them */
     if (!prev_record_read()
         && sizeof(c->secret) != getrandom(&c->secret, sizeof(c->secret), 0)) {
         opal_output(0, "btl:devmem: getrandom failed: %s", strerror(errno));

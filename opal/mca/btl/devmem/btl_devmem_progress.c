@@ -93,27 +93,30 @@ static bool bound_to_one_cpu(uint64_t now)
     return bound;
 }
 
-/* More ranks of the job on this node than CPUs this rank may run on (Open MPI's
+/* More ranks of the job on this machine than CPUs this rank may run on (Open MPI's
  * oversubscribed case, where it asks ranks to yield): whatever shares our CPU is most likely
  * a peer, and the rank hands over at its first quiet call, never trying to spin. Trying cost
  * hpcc, 4 ranks on the 2-core VM, a 200-340 us ring latency against 29 us with handing over
- * only (btl/tcp: 35).
+ * only (btl/tcp: 35). The ranks counted are Open MPI's local peers, or, where more, the peers
+ * met so far whose modex names our kernel's boot id: ranks in network namespaces or
+ * containers of one machine, which Open MPI takes for nodes of their own (2+2 ranks of two
+ * namespaced hosts on 2 CPUs spun against each other: doc/benchmarks.md).
  * Only for a rank that may run on several CPUs: one bound to a single CPU (Open MPI's
  * default for a few ranks) counts one CPU whatever the node has, and taking that for
  * oversubscription made two bound ranks beside one busy process hand over at every wait
  * (256 KiB ping-pong 2.9x slower); ranks sharing a bound CPU are the adaptive policy's case.
- * Asked once: neither changes. */
+ * The CPUs are asked once; the peers grow as add_procs meets them. */
 static bool node_oversubscribed(void)
 {
-    static int answer = -1;
+    static int cpus = -1;
+    int local = (int) opal_process_info.num_local_peers; /* the others */
+    int machine = __atomic_load_n(&mca_btl_devmem_component.machine_peers, __ATOMIC_RELAXED);
     cpu_set_t set;
 
-    if (answer < 0) {
-        /* num_local_peers counts the others */
-        answer = 0 == sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 1
-                 && (int) opal_process_info.num_local_peers + 1 > CPU_COUNT(&set);
+    if (cpus < 0) {
+        cpus = 0 == sched_getaffinity(0, sizeof(set), &set) ? CPU_COUNT(&set) : 0;
     }
-    return answer > 0;
+    return cpus > 1 && (machine > local ? machine : local) + 1 > cpus;
 }
 
 /* Whether all this rank may wait for arrives on our sockets: no BTL but ours and self (which

@@ -27,6 +27,10 @@
  * sleeps inside a wait loop (back-to-back progress calls), never in a lone MPI_Test between
  * computations.
  *
+ * Ranks of an oversubscribed node (more of the job's ranks than the CPUs a rank may run on,
+ * counting the peers on this machine that Open MPI places on other nodes: namespaces and
+ * containers, told by the kernel's boot id in the modex) hand over at their first quiet call.
+ *
  * A rank the scheduler may move, on a node with a CPU for each of its ranks, and with no BTL
  * but ours and self, sleeps on its sockets too, after 10 us of quiet, while another task wants
  * its core and the wait began inside a window of transfers (several gets asked and not yet

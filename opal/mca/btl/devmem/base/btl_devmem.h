@@ -93,13 +93,14 @@ struct mca_btl_devmem_proc_t;
 #define MCA_BTL_DEVMEM_RECV_BUFFER (128u * 1024u)
 
 #define MCA_BTL_DEVMEM_MODEX_MAGIC 0x584d4442u
-#define MCA_BTL_DEVMEM_MODEX_VERSION 3
+#define MCA_BTL_DEVMEM_MODEX_VERSION 4
 
 struct mca_btl_devmem_modex_hdr {
     uint32_t magic;
     uint16_t version;
     uint16_t naddrs;
-    uint64_t secret; /* a connector must echo this to be accepted */
+    uint64_t secret;     /* a connector must echo this to be accepted */
+    uint8_t machine[16]; /* the kernel's boot id; all zero: unknown */
 };
 
 #define MCA_BTL_DEVMEM_ADDR_LOOPBACK 0x1
@@ -198,6 +199,8 @@ typedef struct mca_btl_devmem_component_t {
     opal_proc_table_t procs;                     /* opal name -> mca_btl_devmem_proc_t */
     opal_mutex_t lock;
     uint64_t secret;                             /* ours; published in the modex */
+    uint8_t machine[16];                         /* our kernel's boot id (modex); 0: unknown */
+    int machine_peers;                           /* peers met that share it (atomic) */
     struct mca_btl_devmem_modex_addr *prev;      /* during init: the records an earlier life
                                                   * of the component published here */
     int prev_n;

@@ -39,7 +39,8 @@ static void proc_destruct(mca_btl_devmem_proc_t *p)
 OBJ_CLASS_INSTANCE(mca_btl_devmem_proc_t, opal_object_t, proc_construct, proc_destruct);
 
 int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, uint64_t *secret,
-                                   struct mca_btl_devmem_modex_addr **addrs, int *naddrs)
+                                   uint8_t machine[16], struct mca_btl_devmem_modex_addr **addrs,
+                                   int *naddrs)
 {
     struct mca_btl_devmem_modex_hdr hdr;
     struct mca_btl_devmem_modex_addr *a = NULL;
@@ -76,6 +77,9 @@ int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, uint64_t *se
         memcpy(a, blob + sizeof(hdr), hdr.naddrs * sizeof(*a));
     }
     *secret = hdr.secret;
+    if (NULL != machine) {
+        memcpy(machine, hdr.machine, sizeof(hdr.machine));
+    }
     *addrs = a;
     *naddrs = hdr.naddrs;
     rc = OPAL_SUCCESS;
@@ -94,10 +98,31 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_lookup(const opal_process_name_t *nam
     return peer;
 }
 
+/* A peer on our machine counts among the ranks sharing its CPUs (the idle policy's
+ * oversubscription), also where Open MPI places it on another node: ranks in containers or
+ * network namespaces of one machine, each taken for a node of its own. */
+static void count_machine(const mca_btl_devmem_proc_t *peer, const uint8_t machine[16])
+{
+    static const uint8_t unknown[16];
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+
+    if (0 == memcmp(machine, unknown, sizeof(unknown))
+        || 0 != memcmp(machine, c->machine, sizeof(c->machine))) {
+        return;
+    }
+    (void) __atomic_fetch_add(&c->machine_peers, 1, __ATOMIC_RELAXED);
+    if (!OPAL_PROC_ON_LOCAL_HOST(peer->proc->proc_flags)) {
+        DEVMEM_VERBOSE(10, "%s runs on this machine (same kernel boot id) though Open MPI "
+                       "places it on another node: a rank sharing our CPUs",
+                       OPAL_NAME_PRINT(peer->name));
+    }
+}
+
 mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     mca_btl_devmem_proc_t *peer = NULL;
+    uint8_t machine[16];
 
     OPAL_THREAD_LOCK(&c->lock);
     opal_proc_table_get_value(&c->procs, proc->proc_name, (void **) &peer);
@@ -113,10 +138,11 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc)
     peer->name = proc->proc_name;
     peer->endpoints = calloc(c->num_modules, sizeof(*peer->endpoints));
     if (NULL == peer->endpoints
-        || OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&peer->name, &peer->secret,
+        || OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&peer->name, &peer->secret, machine,
                                                           &peer->addrs, &peer->naddrs)) {
         goto fail;
     }
+    count_machine(peer, machine);
     opal_proc_table_set_value(&c->procs, proc->proc_name, peer);
     OPAL_THREAD_UNLOCK(&c->lock);
     return peer;
