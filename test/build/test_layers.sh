@@ -134,8 +134,10 @@ S1 mca_btl_devmem_module_t.* the module (btl_devmem.h), like the component, is w
 S3 mca_btl_devmem_module_t.* the module: see S1
 S1 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 of the module
 S3 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 of the module
-S1 mca_btl_devmem_frag_t.* the fragment (frag.h) is the descriptor the PML holds, one per operation from free lists sized at init: the endpoint sends it, get and put fill its get fields, the device flows its lane offsets; a per-layer extension as the endpoint has is still to do
-S3 mca_btl_devmem_frag_t.* the fragment: see S1
+S1 mca_btl_devmem_frag_t.endpoint the endpoint a fragment goes to, as the BTL descriptor of Open MPI names it; the layers above set it and read it, the fragment never looks inside
+S3 mca_btl_devmem_frag_t.endpoint see S1
+S3 mca_btl_devmem_frag_t.done the completion of the owner of a fragment (frag.h): set and run by the layers above by design
+S2 connections/endpoint->cbdata the data of an active-message registration of Open MPI (mca_btl_active_message_callback_t), not the cbdata of a get
 S2 sockets/pollset->data the data union of the system struct epoll_event, not the field of a push
 macro mca_btl_devmem_stats members made by MCA_BTL_DEVMEM_STATS: the counters every layer adds to (stats.h, layer 1)
 '

@@ -107,6 +107,5 @@ int mca_btl_devmem_wiring_init(void)
         || OPAL_SUCCESS != (rc = mca_btl_devmem_devflow_init())) {
         return rc;
     }
-    mca_btl_devmem_frag_set_txmem_release(mca_btl_devmem_txmem_put);
     return OPAL_SUCCESS;
 }

@@ -7,9 +7,8 @@
  *     SEND frame takes its place on the wire; the frames of the layers above (GET_REQ,
  *     GET_RESP, PUSH, DEVFLOW, LANES) and the checks every frame needs first;
  *   - the lanes a get may take (get and put ask the device flows how a get is cut);
- *   - each layer's per-peer state on the endpoint (rdma, push, devflow register theirs in
- *     their init, called from here);
- *   - the fragment's release of TX memory to the registration cache.
+ *   - each layer's per-peer state on the endpoint and per-fragment state on the fragment
+ *     (rdma, push, devflow register theirs in their init, called from here).
  * Two more are set where their layer starts: the device layer's accept callback
  * (mca_btl_devmem_dev_init, given the device flows' in btl_devmem_component.c) and the
  * receiving threads, which serve the device flows' lanes (mca_btl_devmem_rxthreads_start).

@@ -24,8 +24,6 @@ static void frag_construct(mca_btl_devmem_frag_t *frag)
     frag->endpoint = NULL;
     frag->list = NULL;
     frag->capacity = 0;
-    frag->stage = NULL;
-    frag->txmem = NULL;
     /* a new fragment goes into the pool as a returned one does: the thread that takes it
      * first may be another than the one that grew the pool */
     MCA_BTL_DEVMEM_HANDOFF_GIVEN(frag);
@@ -37,12 +35,37 @@ static size_t eager_capacity;
 static size_t max_capacity;
 static bool lists_ready;
 
-/* Gives back the TX memory a fragment held (the registration cache's, a layer above). */
-static void (*txmem_release)(struct mca_btl_devmem_txmem *t);
+/* The layers' states (mca_btl_devmem_frag_state_register): get and put, device flows. */
+#define STATE_SLOTS 4
+static struct {
+    size_t *handle;
+    mca_btl_devmem_frag_release_fn release;
+} states[STATE_SLOTS];
+static int nstates;
+size_t mca_btl_devmem_frag_states_size;
 
-void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem_txmem *t))
+int mca_btl_devmem_frag_state_register(size_t *handle, size_t size,
+                                       mca_btl_devmem_frag_release_fn release)
 {
-    txmem_release = release;
+    const size_t align = 16; /* as the free list's elements: enough for any state of ours */
+
+    for (int i = 0; i < nstates; i++) {
+        if (states[i].handle == handle) {
+            return OPAL_SUCCESS;
+        }
+    }
+    if (lists_ready) {
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (STATE_SLOTS == nstates) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    *handle = mca_btl_devmem_frag_states_size;
+    states[nstates].handle = handle;
+    states[nstates].release = release;
+    nstates++;
+    mca_btl_devmem_frag_states_size += (size + align - 1) / align * align;
+    return OPAL_SUCCESS;
 }
 
 /* Fragments a free list starts with and grows by; it has no upper bound (a rank's
@@ -53,7 +76,9 @@ void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem
 static int list_init(opal_free_list_t *list, size_t capacity)
 {
     OBJ_CONSTRUCT(list, opal_free_list_t);
-    return opal_free_list_init(list, sizeof(mca_btl_devmem_frag_t) + capacity,
+    return opal_free_list_init(list,
+                               sizeof(mca_btl_devmem_frag_t) + mca_btl_devmem_frag_states_size
+                                   + capacity,
                                opal_cache_line_size, OBJ_CLASS(mca_btl_devmem_frag_t), 0,
                                opal_cache_line_size, FREE_LIST_FIRST, -1, FREE_LIST_GROWTH,
                                NULL, 0, NULL, NULL, NULL);
@@ -109,18 +134,8 @@ static mca_btl_devmem_frag_t *take(opal_free_list_t *list, size_t capacity)
     frag->segments[0].seg_len = 0;
     frag->segments[1].seg_len = 0;
     frag->payload = 0;
-    frag->rdma_cb = NULL;
-    frag->dst_dev = false;
-    frag->ordinal = -1;
-    frag->stage = NULL;
-    frag->txmem = NULL;
-    frag->tx_off = frag->tx_queued = frag->tx_done = 0;
-    frag->push_len = 0;
-    frag->push_pending = frag->resp_done = false;
-    frag->parent = NULL;
-    frag->chunks_left = 0;
-    frag->chunk_status = 0;
     memset(&frag->hdr, 0, sizeof(frag->hdr));
+    memset(frag + 1, 0, mca_btl_devmem_frag_states_size);
     return frag;
 }
 
@@ -159,11 +174,10 @@ void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag)
 {
     opal_free_list_t *list;
 
-    free(frag->stage);
-    frag->stage = NULL;
-    if (NULL != frag->txmem) {
-        txmem_release(frag->txmem);
-        frag->txmem = NULL;
+    for (int i = 0; i < nstates; i++) {
+        if (NULL != states[i].release) {
+            states[i].release(mca_btl_devmem_frag_state(frag, *states[i].handle));
+        }
     }
     list = frag->list; /* the next owner may rewrite it once given */
     MCA_BTL_DEVMEM_HANDOFF_GIVEN(frag);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fragments: the unit the endpoint queues and writes. A fragment is a BTL descriptor
- * (what the PML sees) plus the wire header and an iovec cursor (what writev sees). Its
- * payload space, if any, follows the struct in the same free-list element.
+ * (what the PML sees) plus the wire header and an iovec cursor (what writev sees). What the
+ * layers above keep on one (get and put, device flows) follows the struct, each layer's
+ * state registered at init, and then the payload space, if any, in the same free-list
+ * element.
  */
 #ifndef MCA_BTL_DEVMEM_FRAG_H
 #define MCA_BTL_DEVMEM_FRAG_H
@@ -38,37 +40,7 @@ typedef struct mca_btl_devmem_frag_t {
     size_t capacity;                             /* payload bytes after the struct */
     uint32_t payload;                            /* payload bytes on the wire */
 
-    /* RDMA (PUT and GET) */
-    void *local_address;
-    struct mca_btl_base_registration_handle_t *local_handle;
-    mca_btl_base_rdma_completion_fn_t rdma_cb;
-    void *cbcontext;
-    void *cbdata;
-    /* GET waiting for lanes (parked): the peer's address and handle (a copy: the caller's
-     * may go once btl_get returns), asked for later */
-    uint64_t remote_address;
-    uint64_t remote_handle[4]; /* a mca_btl_base_registration_handle_t (btl_devmem_reg.h) */
-    bool has_remote_handle;
-
-    /* device memory */
-    bool dst_dev;                      /* GET: local_address is device memory */
-    int ordinal;                       /* ... of this device */
-    void *stage;                       /* host copy of device bytes; freed on return */
-    struct mca_btl_devmem_txmem *txmem; /* GET_RESP sent with devmem TX from it (held) */
-    uint64_t tx_off;                   /* ... starting at this offset of its region */
-    size_t tx_queued, tx_done;         /* ... bytes the kernel took, and has completed */
-
-    /* pushes (btl_devmem_push.h): a GET's first push_len bytes come by push, the rest by
-     * GET_RESP; it completes when both are in place. */
-    uint32_t push_len;
-    bool push_pending;                 /* GET: the pushed bytes are not in place yet */
-    bool resp_done;                    /* GET: the GET_RESP part is */
-
-    /* striped gets: a CHUNK names its get; the get counts its chunks not yet complete and
-     * keeps the first failure among them */
-    struct mca_btl_devmem_frag_t *parent;
-    uint32_t chunks_left;
-    int chunk_status;
+    /* then each layer's state (mca_btl_devmem_frag_state), then the payload space */
 } mca_btl_devmem_frag_t;
 
 OBJ_CLASS_DECLARATION(mca_btl_devmem_frag_t);
@@ -79,15 +51,32 @@ mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc(size_t payload);
 /* Take a fragment with no inline space, for data that stays in the caller's memory. */
 mca_btl_devmem_frag_t *mca_btl_devmem_frag_alloc_user(void);
 
-/* Back to its free list; TX memory it held goes back through the release function the
- * registration cache set (a layer above: doc/design.md, Layers). */
+/* Per-fragment state of the layers above (get and put, device flows): each registers its
+ * struct at init, before the free lists are made, and finds it on every fragment through the
+ * handle. A fragment is taken with every state zeroed; returning one runs each layer's
+ * release first (what its state holds: a staging copy, TX memory), which may be NULL.
+ * Registering the same handle again (a second init) keeps the first. OPAL_SUCCESS, or
+ * OPAL_ERR_OUT_OF_RESOURCE past the few slots there are, or OPAL_ERR_BAD_PARAM once the
+ * free lists exist. */
+typedef void (*mca_btl_devmem_frag_release_fn)(void *state);
+int mca_btl_devmem_frag_state_register(size_t *handle, size_t size,
+                                       mca_btl_devmem_frag_release_fn release);
+
+/* Bytes of the layers' states between the struct and the payload space. */
+extern size_t mca_btl_devmem_frag_states_size;
+
+static inline void *mca_btl_devmem_frag_state(const mca_btl_devmem_frag_t *frag, size_t handle)
+{
+    return (char *) (frag + 1) + handle;
+}
+
+/* Back to its free list, each layer's state released first. */
 void mca_btl_devmem_frag_return(mca_btl_devmem_frag_t *frag);
 
 /* The done function of a fragment that only has to go back once written or failed (a
  * control frame: GET_REQ, FIN, DEVFLOW, LANES). */
 void mca_btl_devmem_frag_done_return(struct mca_btl_base_endpoint_t *ep,
                                      mca_btl_devmem_frag_t *frag, int status);
-void mca_btl_devmem_frag_set_txmem_release(void (*release)(struct mca_btl_devmem_txmem *t));
 
 /* Point the iovec cursor at header + segments and fill in hdr.size. Call before queuing. */
 void mca_btl_devmem_frag_prepare_write(mca_btl_devmem_frag_t *frag);
@@ -115,7 +104,7 @@ size_t mca_btl_devmem_frag_max_payload(void);
 /* Payload space of a fragment taken with mca_btl_devmem_frag_alloc. */
 static inline void *mca_btl_devmem_frag_data(mca_btl_devmem_frag_t *frag)
 {
-    return (void *) (frag + 1);
+    return (char *) (frag + 1) + mca_btl_devmem_frag_states_size;
 }
 
 /* Set up the free lists once the module limits are known; tear them down. */

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rdma/btl_devmem_reg.h"
 #include "devflow/btl_devmem_devflow_int.h"
 
 /* Connections held unread until a control connection names them (each listener caps its
@@ -458,8 +459,27 @@ static void peer_destruct(void *state)
     OBJ_DESTRUCT(&dp->gets_parked);
 }
 
+size_t mca_btl_devmem_devflow_frag_handle;
+
+static void frag_release(void *state)
+{
+    struct mca_btl_devmem_devflow_frag *d = state;
+
+    if (NULL != d->txmem) {
+        mca_btl_devmem_txmem_put(d->txmem);
+        d->txmem = NULL;
+    }
+}
+
 int mca_btl_devmem_devflow_init(void)
 {
+    int rc = mca_btl_devmem_frag_state_register(&mca_btl_devmem_devflow_frag_handle,
+                                                sizeof(struct mca_btl_devmem_devflow_frag),
+                                                frag_release);
+
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
     return mca_btl_devmem_endpoint_state_register(&mca_btl_devmem_devflow_peer_handle,
                                                   sizeof(struct mca_btl_devmem_devflow_peer),
                                                   peer_construct, peer_destruct);

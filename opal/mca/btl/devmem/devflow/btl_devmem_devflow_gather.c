@@ -151,12 +151,13 @@ static int gather_piece(struct mca_btl_devmem_gather_pipe *p, struct devmem_regi
                         size_t off, const char *src, mca_btl_devmem_frag_t *get, char *dst,
                         size_t len, char *why, size_t whylen)
 {
+    const struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(get);
     struct devmem_copier *c = &p->copier;
     struct devmem_err e;
-    int src_dev = 0, ordinal = get->dst_dev ? get->ordinal : 0, rc;
+    int src_dev = 0, ordinal = g->dst_dev ? g->ordinal : 0, rc;
 
     if (NULL == pool) {
-        rc = devmem_copier_add_transient(c, dst, get->dst_dev, src, 0, len, ordinal, &e);
+        rc = devmem_copier_add_transient(c, dst, g->dst_dev, src, 0, len, ordinal, &e);
     } else {
         if (&devmem_provider_cuda == pool->provider) {
             src = (const char *) (uintptr_t) (pool->dev_addr + off);
@@ -164,7 +165,7 @@ static int gather_piece(struct mca_btl_devmem_gather_pipe *p, struct devmem_regi
             ordinal = (int) pool->priv_u64;
         } else if (NULL != pool->map) {
             src = (const char *) pool->map + off;
-        } else if (!get->dst_dev) {
+        } else if (!g->dst_dev) {
             /* a pool the CPU cannot map: its provider copies, now */
             if (0 != devmem_region_copy_out(pool, off, dst, len, &e)) {
                 snprintf(why, whylen, "copying out of the RX pool: %s", e.msg);
@@ -175,7 +176,7 @@ static int gather_piece(struct mca_btl_devmem_gather_pipe *p, struct devmem_regi
             snprintf(why, whylen, "a %s RX pool cannot feed device memory", pool->provider->name);
             return -1;
         }
-        rc = devmem_copier_add(c, dst, get->dst_dev, src, src_dev, len, ordinal, &e);
+        rc = devmem_copier_add(c, dst, g->dst_dev, src, src_dev, len, ordinal, &e);
     }
     if (0 != rc) {
         snprintf(why, whylen, "gathering into the destination: %s", e.msg);
@@ -220,7 +221,7 @@ static int lay_out(struct mca_btl_devmem_devflow *df, struct devmem_rx_batch *b,
             get = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->gets);
             OPAL_THREAD_UNLOCK(&ep->lock);
             chunk = get->hdr.size - df->head_got;
-            dst = (char *) get->local_address + df->head_got;
+            dst = (char *) mca_btl_devmem_getput(get)->local_address + df->head_got;
             if (chunk > f->len - off) {
                 chunk = f->len - off;
             }

@@ -152,6 +152,29 @@ struct mca_btl_devmem_devflow_peer {
     bool lanes_none_said;
     opal_list_t gets_parked;
 };
+
+/* What the device flows keep on a fragment (mca_btl_devmem_frag_state): a GET_RESP sent with
+ * devmem TX holds its TX memory until the kernel has completed it; a chunk of a striped get
+ * names its get, which counts its chunks not yet complete and keeps the first failure among
+ * them. */
+struct mca_btl_devmem_devflow_frag {
+    struct mca_btl_devmem_txmem *txmem; /* held; given back when the fragment returns */
+    uint64_t tx_off;                    /* ... starting at this offset of its region */
+    size_t tx_queued, tx_done;          /* ... bytes the kernel took, and has completed */
+    mca_btl_devmem_frag_t *parent;
+    uint32_t chunks_left;
+    int chunk_status;
+};
+
+extern size_t mca_btl_devmem_devflow_frag_handle;
+
+static inline struct mca_btl_devmem_devflow_frag *
+mca_btl_devmem_devflow_frag(const mca_btl_devmem_frag_t *f)
+{
+    return (struct mca_btl_devmem_devflow_frag *)
+        mca_btl_devmem_frag_state(f, mca_btl_devmem_devflow_frag_handle);
+}
+
 extern size_t mca_btl_devmem_devflow_peer_handle;
 
 static inline struct mca_btl_devmem_devflow_peer *

@@ -105,22 +105,23 @@ bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
 {
     const struct mca_btl_devmem_dev *dev = ep->module->dev;
 
-    return !get->dst_dev && NULL != dev && NULL == dev->pool.map;
+    return !mca_btl_devmem_getput(get)->dst_dev && NULL != dev && NULL == dev->pool.map;
 }
 
 /* A chunk is done: its get is once the last of them is, with the first failure among them. */
 static void chunk_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *chunk, int status)
 {
-    mca_btl_devmem_frag_t *get = chunk->parent;
+    mca_btl_devmem_frag_t *get = mca_btl_devmem_devflow_frag(chunk)->parent;
+    struct mca_btl_devmem_devflow_frag *d = mca_btl_devmem_devflow_frag(get);
     int ok = OPAL_SUCCESS;
 
     mca_btl_devmem_frag_return(chunk);
     if (OPAL_SUCCESS != status) {
-        (void) __atomic_compare_exchange_n(&get->chunk_status, &ok, status, false,
-                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        (void) __atomic_compare_exchange_n(&d->chunk_status, &ok, status, false, __ATOMIC_ACQ_REL,
+                                           __ATOMIC_ACQUIRE);
     }
-    if (1 == __atomic_fetch_sub(&get->chunks_left, 1, __ATOMIC_ACQ_REL)) {
-        get->done(ep, get, __atomic_load_n(&get->chunk_status, __ATOMIC_ACQUIRE));
+    if (1 == __atomic_fetch_sub(&d->chunks_left, 1, __ATOMIC_ACQ_REL)) {
+        get->done(ep, get, __atomic_load_n(&d->chunk_status, __ATOMIC_ACQUIRE));
     }
 }
 
@@ -131,6 +132,7 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     struct mca_btl_devmem_devflows *set = __atomic_load_n(&dp->devflows, __ATOMIC_ACQUIRE);
     struct mca_btl_devmem_hdr *more = mca_btl_devmem_frag_data(req);
     struct mca_btl_devmem_devflow *df;
+    struct mca_btl_devmem_getput *g, *cg;
     unsigned int open = 0, n;
     size_t off = 0;
 
@@ -157,19 +159,21 @@ bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_fr
     }
     /* one request per chunk: the first is req's own header, the others follow it in its
      * inline space, written with it as consecutive frames */
-    get->chunks_left = n;
-    get->chunk_status = OPAL_SUCCESS;
+    mca_btl_devmem_devflow_frag(get)->chunks_left = n;
+    mca_btl_devmem_devflow_frag(get)->chunk_status = OPAL_SUCCESS;
+    g = mca_btl_devmem_getput(get);
     for (unsigned int i = 0; i < n; i++, off += stripe->chunk) {
         mca_btl_devmem_frag_t *c = stripe->chunks[i];
         struct mca_btl_devmem_hdr *h = 0 == i ? &req->hdr : &more[i - 1];
         size_t len = get->hdr.size - off < stripe->chunk ? get->hdr.size - off : stripe->chunk;
 
         c->done = chunk_done;
-        c->parent = get;
+        mca_btl_devmem_devflow_frag(c)->parent = get;
         c->endpoint = ep;
-        c->local_address = (char *) get->local_address + off;
-        c->dst_dev = get->dst_dev;
-        c->ordinal = get->ordinal;
+        cg = mca_btl_devmem_getput(c);
+        cg->local_address = (char *) g->local_address + off;
+        cg->dst_dev = g->dst_dev;
+        cg->ordinal = g->ordinal;
         c->hdr.size = (uint32_t) len;
         df = least_loaded(set);
         if (0 != i) {

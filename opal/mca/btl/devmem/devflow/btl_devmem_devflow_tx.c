@@ -243,7 +243,7 @@ static void tx_released(void *ctx, uint64_t cookie, size_t bytes)
 {
     mca_btl_devmem_frag_t *frag = (mca_btl_devmem_frag_t *) (uintptr_t) cookie;
 
-    frag->tx_done += bytes;
+    mca_btl_devmem_devflow_frag(frag)->tx_done += bytes;
 }
 
 /* Read every zerocopy notification there is; finished frags move from tx_wait to done.
@@ -268,7 +268,8 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
      * tx_fall_back may have finished before it was) */
     while (NULL != (item = opal_list_get_first(&df->tx_wait))
            && item != opal_list_get_end(&df->tx_wait)
-           && ((mca_btl_devmem_frag_t *) item)->tx_done == ((mca_btl_devmem_frag_t *) item)->payload) {
+           && mca_btl_devmem_devflow_frag((mca_btl_devmem_frag_t *) item)->tx_done
+                  == ((mca_btl_devmem_frag_t *) item)->payload) {
         opal_list_append(done, opal_list_remove_first(&df->tx_wait));
     }
     if (-EAGAIN == rc) {
@@ -286,22 +287,23 @@ static int tx_reap(struct mca_btl_devmem_devflow *df, opal_list_t *done, char *w
 static int tx_fall_back(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *frag,
                         uint32_t id, bool gone, const char *err, char *why, size_t len)
 {
+    struct mca_btl_devmem_devflow_frag *d = mca_btl_devmem_devflow_frag(frag);
     struct mca_btl_devmem_hdr h = frag->hdr;
     mca_btl_devmem_frag_t *rest;
 
-    mca_btl_devmem_txmem_lost(frag->txmem, df->ep->module, id, gone, err);
-    h.addr = frag->txmem->base + frag->tx_off + frag->tx_queued;
-    h.size = (uint32_t) (frag->payload - frag->tx_queued);
+    mca_btl_devmem_txmem_lost(d->txmem, df->ep->module, id, gone, err);
+    h.addr = d->txmem->base + d->tx_off + d->tx_queued;
+    h.size = (uint32_t) (frag->payload - d->tx_queued);
     if (NULL == (rest = mca_btl_devmem_rdma_get_resp(&h, why, len))) {
         return -1;
     }
     rest->iov_idx = 1; /* raw, as every answer on a lane */
     opal_list_remove_first(&df->tx_queue);
     opal_list_prepend(&df->tx_queue, &rest->base.super.super);
-    if (0 == frag->tx_queued) {
+    if (0 == d->tx_queued) {
         mca_btl_devmem_frag_return(frag);
     } else {
-        frag->payload = frag->tx_queued;
+        frag->payload = d->tx_queued;
         opal_list_append(&df->tx_wait, &frag->base.super.super);
     }
     return 0;
@@ -315,15 +317,15 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
 {
     mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
-    uint32_t id = mca_btl_devmem_txmem_binding(frag->txmem, ep->module);
+    struct mca_btl_devmem_devflow_frag *d = mca_btl_devmem_devflow_frag(frag);
+    uint32_t id = mca_btl_devmem_txmem_binding(d->txmem, ep->module);
     struct devmem_err e;
 
     if (0 == id) { /* queued before another send found its binding gone */
         return 0 == tx_fall_back(df, frag, id, false, "", why, len) ? 2 : -1;
     }
-    while (frag->tx_queued < frag->payload) {
-        struct devmem_tx_iov iov = {frag->tx_off + frag->tx_queued,
-                                    frag->payload - frag->tx_queued};
+    while (d->tx_queued < frag->payload) {
+        struct devmem_tx_iov iov = {d->tx_off + d->tx_queued, frag->payload - d->tx_queued};
         ssize_t n = k->ops->send(k, df->tx_sd, id, &iov, 1, MSG_DONTWAIT, &e);
 
         if (-EAGAIN == n || -EINTR == n) {
@@ -343,7 +345,7 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
             snprintf(why, len, "tracking a devmem TX send: %s", e.msg);
             return -1;
         }
-        frag->tx_queued += (size_t) n;
+        d->tx_queued += (size_t) n;
         mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_devmem, (uint64_t) n);
     }
     return 0;
@@ -363,7 +365,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
     while (0 == rc && !blocked && !opal_list_is_empty(&df->tx_queue)) {
         mca_btl_devmem_frag_t *head = (mca_btl_devmem_frag_t *) opal_list_get_first(&df->tx_queue);
 
-        if (NULL != head->txmem) {
+        if (NULL != mca_btl_devmem_devflow_frag(head)->txmem) {
             rc = tx_device(df, head, why, sizeof(why));
             if (0 == rc) {
                 opal_list_remove_first(&df->tx_queue);
@@ -379,7 +381,7 @@ static void tx_progress(struct mca_btl_devmem_devflow *df)
         /* the run of plain answers up to the next devmem one, in one batched write */
         while (NULL != (item = opal_list_get_first(&df->tx_queue))
                && item != opal_list_get_end(&df->tx_queue)
-               && NULL == ((mca_btl_devmem_frag_t *) item)->txmem) {
+               && NULL == mca_btl_devmem_devflow_frag((mca_btl_devmem_frag_t *) item)->txmem) {
             opal_list_append(&host, opal_list_remove_first(&df->tx_queue));
         }
         rc = mca_btl_devmem_frag_queue_write(df->tx_sd, &host, &ep->module->write, &done,
@@ -479,9 +481,9 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
             resp->done = mca_btl_devmem_rdma_resp_sent;
             resp->hdr.type = MCA_BTL_DEVMEM_HDR_GET_RESP;
             resp->hdr.id = h->id;
-            resp->txmem = t;
-            resp->tx_off = h->addr - t->base;
             resp->payload = h->size;
+            mca_btl_devmem_devflow_frag(resp)->txmem = t;
+            mca_btl_devmem_devflow_frag(resp)->tx_off = h->addr - t->base;
         } else {
             mca_btl_devmem_txmem_put(t);
             snprintf(why, sizeof(why), "out of fragments answering a get");

@@ -112,10 +112,11 @@ void mca_btl_devmem_push_release(struct mca_btl_devmem_push_out *po)
              * frame only waits for its completion */
             if (data->iov_idx < data->iov_cnt) {
                 size_t rest = data->iov[1].iov_len;
+                void *stage = mca_btl_devmem_getput(data)->stage = malloc(rest);
 
-                if (NULL != (data->stage = malloc(rest))) {
-                    memcpy(data->stage, data->iov[1].iov_base, rest);
-                    data->iov[1].iov_base = data->stage;
+                if (NULL != stage) {
+                    memcpy(stage, data->iov[1].iov_base, rest);
+                    data->iov[1].iov_base = stage;
                 } else {
                     /* it cannot go out right any more, and the buffer is the user's again:
                      * write nothing more of it and end the connection, which the peer
@@ -293,7 +294,7 @@ char *mca_btl_devmem_push_rx_dest(mca_btl_devmem_endpoint_t *ep)
         free(in->cur.buf);
         in->cur.buf = NULL;
         in->cur.in_place = true;
-        dst = (char *) in->cur.get->local_address;
+        dst = (char *) mca_btl_devmem_getput(in->cur.get)->local_address;
     } else {
         dst = in->cur.buf;
     }
@@ -305,6 +306,7 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep
 {
     struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
     mca_btl_devmem_frag_t *get, *done = NULL;
+    struct mca_btl_devmem_getput *g;
 
     OPAL_THREAD_LOCK(&ep->lock);
     mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_host, in->cur.len);
@@ -313,17 +315,18 @@ mca_btl_devmem_frag_t *mca_btl_devmem_push_rx_done(mca_btl_devmem_endpoint_t *ep
         OPAL_THREAD_UNLOCK(&ep->lock);
         return NULL;
     }
+    g = mca_btl_devmem_getput(get);
     if (in->cur.in_place) {
         mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_in_place, 1);
     } else {
         /* claimed while its bytes were on their way to the keeping buffer */
-        memcpy(get->local_address, in->cur.buf, in->cur.len);
+        memcpy(g->local_address, in->cur.buf, in->cur.len);
         free(in->cur.buf);
         mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_copied, 1);
     }
     slot_clear(&in->cur);
-    get->push_pending = false;
-    if (get->resp_done) {
+    g->push_pending = false;
+    if (g->resp_done) {
         mca_btl_devmem_endpoint_pending_remove(ep, get);
         done = get;
     }
@@ -343,9 +346,10 @@ uint32_t mca_btl_devmem_push_claim_locked(mca_btl_devmem_endpoint_t *ep,
                                           uint64_t remote_address, size_t size)
 {
     struct mca_btl_devmem_push_in *in = &peer_of(ep)->in;
+    struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(get);
     struct mca_btl_base_registration_handle_t h;
 
-    if (NULL == remote || get->dst_dev) {
+    if (NULL == remote || g->dst_dev) {
         return 0;
     }
     mca_btl_devmem_pml_copy(&h, remote, sizeof(h)); /* in the PML's header: maybe unaligned */
@@ -357,17 +361,17 @@ uint32_t mca_btl_devmem_push_claim_locked(mca_btl_devmem_endpoint_t *ep,
         /* announced, its PUSH frame is next on the stream: read in place */
         in->next.get = get;
         in->next.len = h.push_len;
-        get->push_pending = true;
+        g->push_pending = true;
         return h.push_len;
     }
     if (slot_matches(&in->cur, &h) && in->cur.len == h.push_len) {
         in->cur.get = get; /* arriving: copied (or read in place) once all here */
-        get->push_pending = true;
+        g->push_pending = true;
         return h.push_len;
     }
     for (int i = 0; i < MCA_BTL_DEVMEM_PUSH_KEPT; i++) {
         if (slot_matches(&in->kept[i], &h) && in->kept[i].len == h.push_len) {
-            memcpy(get->local_address, in->kept[i].buf, h.push_len);
+            memcpy(g->local_address, in->kept[i].buf, h.push_len);
             kept_drop(in, i);
             mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.push_copied, 1);
             return h.push_len;

@@ -18,24 +18,24 @@
 #include "rdma/btl_devmem_rdma.h"
 #include "rdma/btl_devmem_reg.h"
 
-/* A put is done once written, a get once its answer is in place (or either failed): the
+/* A get is done once its answer is in place, a put once written (or either failed): the
  * caller hears it. */
+static void get_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
+{
+    struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(frag);
+
+    g->rdma_cb(&ep->module->super, ep, g->local_address, g->local_handle, g->cbcontext,
+               g->cbdata, status);
+    mca_btl_devmem_frag_return(frag);
+}
+
 static void put_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
 {
     if (OPAL_SUCCESS == status) {
         mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.tx_host, frag->payload);
         mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.put_host, frag->payload);
     }
-    frag->rdma_cb(&ep->module->super, ep, frag->local_address, frag->local_handle,
-                  frag->cbcontext, frag->cbdata, status);
-    mca_btl_devmem_frag_return(frag);
-}
-
-static void get_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *frag, int status)
-{
-    frag->rdma_cb(&ep->module->super, ep, frag->local_address, frag->local_handle,
-                  frag->cbcontext, frag->cbdata, status);
-    mca_btl_devmem_frag_return(frag);
+    get_done(ep, frag, status);
 }
 
 void mca_btl_devmem_rdma_resp_sent(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *resp,
@@ -55,12 +55,14 @@ static void rdma_frag_init(mca_btl_devmem_frag_t *frag, mca_btl_devmem_frag_done
                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                            void *cbdata)
 {
+    struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(frag);
+
     frag->done = done;
-    frag->local_address = local_address;
-    frag->local_handle = local_handle;
-    frag->rdma_cb = cbfunc;
-    frag->cbcontext = cbcontext;
-    frag->cbdata = cbdata;
+    g->local_address = local_address;
+    g->local_handle = local_handle;
+    g->rdma_cb = cbfunc;
+    g->cbcontext = cbcontext;
+    g->cbdata = cbdata;
 }
 
 /* ---------------------------------------------------------------- put */
@@ -115,7 +117,7 @@ struct get_ask {
 static struct mca_btl_devmem_rdma_lanes lanes;
 
 _Static_assert(sizeof(mca_btl_base_registration_handle_t)
-                   <= sizeof(((mca_btl_devmem_frag_t *) 0)->remote_handle),
+                   <= sizeof(((struct mca_btl_devmem_getput *) 0)->remote_handle),
                "a parked get keeps a copy of the peer's registration handle");
 
 /* What get and put keep of each peer, on its endpoint (mca_btl_devmem_endpoint_state): the
@@ -132,9 +134,26 @@ static struct rdma_peer *peer_of(const mca_btl_devmem_endpoint_t *ep)
     return mca_btl_devmem_endpoint_state(ep, peer_handle);
 }
 
+size_t mca_btl_devmem_getput_handle;
+
+static void getput_release(void *state)
+{
+    struct mca_btl_devmem_getput *g = state;
+
+    free(g->stage);
+    g->stage = NULL;
+}
+
 int mca_btl_devmem_rdma_init(const struct mca_btl_devmem_rdma_lanes *l)
 {
+    int rc;
+
     lanes = *l;
+    rc = mca_btl_devmem_frag_state_register(&mca_btl_devmem_getput_handle,
+                                            sizeof(struct mca_btl_devmem_getput), getput_release);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
     return mca_btl_devmem_endpoint_state_register(&peer_handle, sizeof(struct rdma_peer), NULL,
                                                   NULL);
 }
@@ -148,14 +167,15 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
 {
     struct get_ask *ask = arg;
     mca_btl_devmem_frag_t *get = ask->get;
+    struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(get);
     bool host_stays = lanes.host_stays(ep, get);
 
     if (!host_stays && !ask->replay && 0 != (ask->parked = lanes.park(ep, get))) {
         /* the first get for lanes not yet open: it waits for them, asked later */
-        get->remote_address = req->hdr.addr;
-        get->has_remote_handle = NULL != ask->remote;
-        if (get->has_remote_handle) {
-            memcpy(get->remote_handle, ask->remote, sizeof(*ask->remote));
+        g->remote_address = req->hdr.addr;
+        g->has_remote_handle = NULL != ask->remote;
+        if (g->has_remote_handle) {
+            memcpy(g->remote_handle, ask->remote, sizeof(*ask->remote));
         }
         ask->placed = true;
         return MCA_BTL_DEVMEM_GET_PARKED;
@@ -163,7 +183,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     get->hdr.id = req->hdr.id = ++peer_of(ep)->last_get_id;
     if (!host_stays && lanes.take(ep, get, req, &ask->stripe)) {
         /* req now asks for it on the device flows */
-    } else if (get->dst_dev && NULL == (get->stage = malloc(get->hdr.size))) {
+    } else if (g->dst_dev && NULL == (g->stage = malloc(get->hdr.size))) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     } else {
         /* the control connection lands it in host memory: staged when it is for the GPU.
@@ -171,7 +191,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         uint32_t pushed = mca_btl_devmem_push_claim_locked(ep, get, ask->remote, req->hdr.addr,
                                                            get->hdr.size);
 
-        get->push_len = pushed;
+        g->push_len = pushed;
         get->hdr.size -= pushed;
         req->hdr.addr += pushed;
         req->hdr.size -= pushed;
@@ -201,6 +221,7 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
                        void *cbcontext, void *cbdata)
 {
     mca_btl_devmem_frag_t *get, *req;
+    struct mca_btl_devmem_getput *g;
     struct get_ask ask;
 
     if (size > btl->btl_get_limit || size > UINT32_MAX) {
@@ -228,11 +249,13 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     get->endpoint = ep;
     get->hdr.size = (uint32_t) size;
     ask.get = get;
+    g = mca_btl_devmem_getput(get);
+    g->ordinal = -1;
     if (NULL != local_handle) {
-        get->dst_dev = MCA_BTL_DEVMEM_MEM_DEVICE == local_handle->kind;
-        get->ordinal = local_handle->ordinal;
+        g->dst_dev = MCA_BTL_DEVMEM_MEM_DEVICE == local_handle->kind;
+        g->ordinal = local_handle->ordinal;
     } else {
-        get->dst_dev = mca_btl_devmem_mem_is_device(local_address, &get->ordinal);
+        g->dst_dev = mca_btl_devmem_mem_is_device(local_address, &g->ordinal);
     }
     return get_ask(ep, get, req, remote_address, &ask);
 }
@@ -284,10 +307,11 @@ void mca_btl_devmem_rdma_unpark(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets
 
     while (NULL != (item = opal_list_remove_first(gets))) {
         mca_btl_devmem_frag_t *get = (mca_btl_devmem_frag_t *) item, *req;
+        struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(get);
         struct get_ask ask = {.get = get, .replay = true,
-                              .remote = get->has_remote_handle
+                              .remote = g->has_remote_handle
                                             ? (const mca_btl_base_registration_handle_t *)
-                                                  get->remote_handle
+                                                  g->remote_handle
                                             : NULL};
 
         req = mca_btl_devmem_frag_alloc(lanes.prepare(ep, get->hdr.size, &ask.stripe));
@@ -296,7 +320,7 @@ void mca_btl_devmem_rdma_unpark(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets
             mca_btl_devmem_endpoint_complete(ep, get, OPAL_ERR_OUT_OF_RESOURCE);
             continue;
         }
-        (void) get_ask(ep, get, req, get->remote_address, &ask);
+        (void) get_ask(ep, get, req, g->remote_address, &ask);
     }
 }
 
@@ -320,20 +344,21 @@ mca_btl_devmem_frag_t *mca_btl_devmem_rdma_get_resp(const struct mca_btl_devmem_
     resp->base.des_segment_count = 1;
     if (mca_btl_devmem_mem_is_device((const void *) (uintptr_t) h->addr, &ordinal)) {
         /* the socket cannot read device memory: the GPU copies it out first */
-        resp->stage = malloc(h->size);
-        if (NULL == resp->stage) {
+        void *stage = mca_btl_devmem_getput(resp)->stage = malloc(h->size);
+
+        if (NULL == stage) {
             snprintf(why, whylen, "out of memory staging a %u-byte get from device memory",
                      h->size);
             mca_btl_devmem_frag_return(resp);
             return NULL;
         }
-        if (0 != mca_btl_devmem_mem_copy(resp->stage, (const void *) (uintptr_t) h->addr,
-                                         h->size, ordinal, why, whylen)) {
+        if (0 != mca_btl_devmem_mem_copy(stage, (const void *) (uintptr_t) h->addr, h->size,
+                                         ordinal, why, whylen)) {
             mca_btl_devmem_frag_return(resp);
             return NULL;
         }
         mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.dev_staged, h->size);
-        resp->segments[0].seg_addr.pval = resp->stage;
+        resp->segments[0].seg_addr.pval = stage;
     }
     mca_btl_devmem_frag_prepare_write(resp);
     return resp;
@@ -385,11 +410,11 @@ bool mca_btl_devmem_rdma_large_answer_due(mca_btl_devmem_endpoint_t *ep)
             &ep->pending_gets);
 
         /* one whose answer is in and waits for its push answers nothing more */
-        if (oldest->resp_done && oldest != (mca_btl_devmem_frag_t *) opal_list_get_last(
-                                              &ep->pending_gets)) {
+        if (mca_btl_devmem_getput(oldest)->resp_done
+            && oldest != (mca_btl_devmem_frag_t *) opal_list_get_last(&ep->pending_gets)) {
             oldest = (mca_btl_devmem_frag_t *) opal_list_get_next(&oldest->base.super.super);
         }
-        due = !oldest->resp_done && oldest->hdr.size >= LARGE_ANSWER;
+        due = !mca_btl_devmem_getput(oldest)->resp_done && oldest->hdr.size >= LARGE_ANSWER;
     }
     OPAL_THREAD_UNLOCK(&ep->lock);
     return due;
@@ -401,7 +426,8 @@ bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
     struct rdma_peer *rp = peer_of(ep);
 
     rp->rget = find_get(ep, h->id);
-    if (NULL == rp->rget || rp->rget->hdr.size != h->size || rp->rget->resp_done) {
+    if (NULL == rp->rget || rp->rget->hdr.size != h->size
+        || mca_btl_devmem_getput(rp->rget)->resp_done) {
         rp->rget = NULL;
         return false;
     }
@@ -410,21 +436,21 @@ bool mca_btl_devmem_rdma_resp_admit(mca_btl_devmem_endpoint_t *ep,
 
 char *mca_btl_devmem_rdma_resp_dest(mca_btl_devmem_endpoint_t *ep)
 {
-    const mca_btl_devmem_frag_t *get = peer_of(ep)->rget;
+    const struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(peer_of(ep)->rget);
 
     /* past the bytes a push brings */
-    return (NULL != get->stage ? (char *) get->stage : (char *) get->local_address)
-           + get->push_len;
+    return (NULL != g->stage ? (char *) g->stage : (char *) g->local_address) + g->push_len;
 }
 
 void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
 {
     mca_btl_devmem_frag_t *get = peer_of(ep)->rget;
+    struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(get);
 
     peer_of(ep)->rget = NULL;
     OPAL_THREAD_LOCK(&ep->lock);
-    if (get->push_pending) {
-        get->resp_done = true; /* the push's arrival completes it (push_rx_done) */
+    if (g->push_pending) {
+        g->resp_done = true; /* the push's arrival completes it (push_rx_done) */
         OPAL_THREAD_UNLOCK(&ep->lock);
         return;
     }
@@ -435,13 +461,14 @@ void mca_btl_devmem_rdma_resp_done(mca_btl_devmem_endpoint_t *ep)
 
 void mca_btl_devmem_rdma_get_finish(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
 {
+    struct mca_btl_devmem_getput *g = mca_btl_devmem_getput(get);
     char why[DEVMEM_ERR_MSG_MAX + 64];
     int status = OPAL_SUCCESS;
 
-    if (NULL != get->stage) {
+    if (NULL != g->stage) {
         /* landed in host memory for a device destination: the GPU takes it from there */
-        if (0 != mca_btl_devmem_mem_copy(get->local_address, get->stage, get->hdr.size,
-                                         get->ordinal, why, sizeof(why))) {
+        if (0 != mca_btl_devmem_mem_copy(g->local_address, g->stage, get->hdr.size, g->ordinal,
+                                         why, sizeof(why))) {
             opal_output(0, "btl:devmem: completing a get from %s: %s",
                         OPAL_NAME_PRINT(ep->peer->name), why);
             status = OPAL_ERROR;
@@ -452,6 +479,6 @@ void mca_btl_devmem_rdma_get_finish(mca_btl_devmem_endpoint_t *ep, mca_btl_devme
     /* a push counts its own */
     mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.rx_host, get->hdr.size);
     mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.get_host,
-                             get->hdr.size + get->push_len);
+                             get->hdr.size + g->push_len);
     mca_btl_devmem_endpoint_complete(ep, get, status);
 }

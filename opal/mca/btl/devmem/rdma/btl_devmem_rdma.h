@@ -13,6 +13,36 @@
 
 BEGIN_C_DECLS
 
+/* What get and put keep on a fragment (mca_btl_devmem_frag_state): a put or get's local side
+ * and whom to tell; a get waiting for lanes (parked), the peer's address and handle (a copy:
+ * the caller's may go once btl_get returns); device memory; pushes (btl_devmem_push.h): a
+ * GET's first push_len bytes come by push, the rest by GET_RESP, and it completes when both
+ * are in place. */
+struct mca_btl_devmem_getput {
+    void *local_address;
+    struct mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t rdma_cb;
+    void *cbcontext;
+    void *cbdata;
+    uint64_t remote_address;
+    uint64_t remote_handle[4]; /* a mca_btl_base_registration_handle_t (btl_devmem_reg.h) */
+    bool has_remote_handle;
+    bool dst_dev; /* GET: local_address is device memory */
+    int ordinal;  /* ... of this device */
+    void *stage;  /* host copy of device bytes; freed on return */
+    uint32_t push_len;
+    bool push_pending; /* GET: the pushed bytes are not in place yet */
+    bool resp_done;    /* GET: the GET_RESP part is */
+};
+
+extern size_t mca_btl_devmem_getput_handle;
+
+static inline struct mca_btl_devmem_getput *mca_btl_devmem_getput(const mca_btl_devmem_frag_t *f)
+{
+    return (struct mca_btl_devmem_getput *) mca_btl_devmem_frag_state(f,
+                                                                      mca_btl_devmem_getput_handle);
+}
+
 /* Most chunks one get is cut into; a larger get takes larger chunks. */
 #define MCA_BTL_DEVMEM_STRIPE_MAX 64
 
@@ -48,8 +78,8 @@ struct mca_btl_devmem_rdma_lanes {
 };
 #define MCA_BTL_DEVMEM_GET_PARKED 1
 #define MCA_BTL_DEVMEM_GET_PARKED_ASK 2
-/* At init: where gets may go besides the control connections, and what get and put keep
- * of each peer registered with the endpoint. */
+/* At init: where gets may go besides the control connections, and what get and put keep of
+ * each peer and on each fragment registered with the endpoint and the fragment. */
 int mca_btl_devmem_rdma_init(const struct mca_btl_devmem_rdma_lanes *lanes);
 
 /* The connection dropped its socket: a GET_RESP half read is gone with it. */
