@@ -454,7 +454,8 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         return NULL;
     }
     if (OPAL_SUCCESS != mca_btl_devmem_wiring_init()) {
-        opal_output(0, "btl:devmem: more per-peer states than the endpoint has slots for");
+        opal_output(0, "btl:devmem: more per-peer or per-fragment states than there are "
+                       "slots for");
         return NULL;
     }
     mca_btl_devmem_nofile_init();

@@ -35,7 +35,10 @@ static size_t eager_capacity;
 static size_t max_capacity;
 static bool lists_ready;
 
-/* The layers' states (mca_btl_devmem_frag_state_register): get and put, device flows. */
+/* The layers' states (mca_btl_devmem_frag_state_register): get and put, device flows. The
+ * free list aligns its elements to a cache line, so the states, at frag + 1, start 16-aligned. */
+_Static_assert(0 == sizeof(mca_btl_devmem_frag_t) % 16,
+               "the states after a fragment start 16-aligned");
 #define STATE_SLOTS 4
 static struct {
     size_t *handle;
@@ -47,7 +50,7 @@ size_t mca_btl_devmem_frag_states_size;
 int mca_btl_devmem_frag_state_register(size_t *handle, size_t size,
                                        mca_btl_devmem_frag_release_fn release)
 {
-    const size_t align = 16; /* as the free list's elements: enough for any state of ours */
+    const size_t align = 16; /* from frag + 1, itself 16-aligned (below): any state of ours */
 
     for (int i = 0; i < nstates; i++) {
         if (states[i].handle == handle) {

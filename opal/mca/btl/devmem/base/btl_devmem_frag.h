@@ -37,7 +37,7 @@ typedef struct mca_btl_devmem_frag_t {
     mca_btl_devmem_frag_done_fn done;             /* NULL: a PML descriptor */
     struct mca_btl_base_endpoint_t *endpoint;
     opal_free_list_t *list;                      /* where it returns */
-    size_t capacity;                             /* payload bytes after the struct */
+    size_t capacity;                             /* payload bytes after the states */
     uint32_t payload;                            /* payload bytes on the wire */
 
     /* then each layer's state (mca_btl_devmem_frag_state), then the payload space */

@@ -78,9 +78,9 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_endpoint_t);
 
 /*
  * Queue a fragment for the peer (connecting first if needed) and write what the socket
- * takes now. Returns 1 when a PML descriptor (kind SEND) was written completely inline and
- * completed without a callback unless its flags asked for one (the PML may reuse it at
- * once); OPAL_SUCCESS when it is queued (completion, with a callback, comes later), when
+ * takes now. Returns 1 when a PML descriptor (no done function) was written completely
+ * inline and completed without a callback unless its flags asked for one (the PML may reuse
+ * it at once); OPAL_SUCCESS when it is queued (completion, with a callback, comes later), when
  * an internal fragment was written inline (already completed), or when connecting failed
  * (the fragment was completed with OPAL_ERR_UNREACH); OPAL_ERR_UNREACH when the endpoint
  * is failed or shut down, or the inline write failed: the fragment is still the caller's.
@@ -152,8 +152,9 @@ struct mca_btl_devmem_endpoint_hooks {
 
     /* receiving. Every frame first: 0, or why it must not come here (-1: a protocol error,
      * -2: abort the connection). Then by type: GET_RESP admitted, placed, done; PUSH
-     * placed, done; GET_REQ and the device flows' DEVFLOW and LANES done. Whether the next frames should be read header
-     * first (a large answer is due); whether an address is device memory (no PUT there). */
+     * placed, done; GET_REQ and the device flows' DEVFLOW and LANES done. Whether the next
+     * frames should be read header first (a large answer is due); whether an address is
+     * device memory (no PUT there). */
     int (*admit_any)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h,
                      char *why, size_t len);
     bool (*resp_admit)(mca_btl_devmem_endpoint_t *ep, const struct mca_btl_devmem_hdr *h);

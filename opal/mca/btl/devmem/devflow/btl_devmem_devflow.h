@@ -61,14 +61,14 @@ size_t mca_btl_devmem_devflow_stripe_prepare(mca_btl_devmem_endpoint_t *ep, size
 /* Give back what stripe holds and the placement did not take. */
 void mca_btl_devmem_devflow_stripe_release(struct mca_btl_devmem_stripe *stripe);
 
-/* Whether get (kind GET, hdr.size set) belongs on the control connection whatever the
+/* Whether get (a get fragment, hdr.size set) belongs on the control connection whatever the
  * lanes: a destination in host memory while ep's RX pool is device memory, which would cost
  * a device-to-host copy per packet. Asked before devflow_get, which does not ask again. */
 bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
                                        const mca_btl_devmem_frag_t *get);
 
 /* Under ep's lock, as its GET_REQ req (prepared, addr and size set, inline space from
- * stripe_prepare) is placed: take get (kind GET, hdr.size set) onto ep's open lanes if it
+ * stripe_prepare) is placed: take get (a get fragment, hdr.size set) onto ep's open lanes if it
  * can go there, whole or in chunks, and make req ask for it (flag, lane, and one request
  * per chunk). false: use the control path, req untouched. */
 bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,

@@ -112,8 +112,8 @@ struct mca_btl_devmem_devflow {
                                       * known yet, -2: not knowable (real kernel) */
     struct devmem_ledger ledger;     /* open exactly while RX_OPEN */
     struct devmem_rx_stats counted;  /* ledger counters already added to the stats */
-    opal_list_t gets;                /* gets and chunks (FRAG_CHUNK) answered on it, in
-                                      * request order */
+    opal_list_t gets;                /* gets and chunks of striped gets answered on it,
+                                      * in request order */
     size_t head_got;                 /* bytes of the first of them already laid out */
     uint64_t expected;               /* bytes still owed to all of gets */
     size_t gathers;                  /* its receives whose gather may still run (in the open

@@ -4,8 +4,8 @@
  * loaded open lane, or, when it is at least two chunks long and several lanes are open, is
  * cut into chunks (btl_devmem_devflow_chunk), each asked on the lane then least loaded, so
  * that the chunks arrive on several connections (several softirq cores, several RX queues)
- * at once. Each chunk is a CHUNK record on its lane's list; the endpoint's completion of
- * the last one completes the get (btl_devmem_endpoint.c). See btl_devmem_devflow.h.
+ * at once. Each chunk is a fragment on its lane's list whose done function (chunk_done)
+ * counts it against its get; the last one completes the get. See btl_devmem_devflow.h.
  */
 #include "opal_config.h"
 

@@ -28,7 +28,7 @@ struct mca_btl_devmem_getput {
     uint64_t remote_handle[4]; /* a mca_btl_base_registration_handle_t (btl_devmem_reg.h) */
     bool has_remote_handle;
     bool dst_dev; /* GET: local_address is device memory */
-    int ordinal;  /* ... of this device */
+    int ordinal;  /* ... of this device; valid only with dst_dev */
     void *stage;  /* host copy of device bytes; freed on return */
     uint32_t push_len;
     bool push_pending; /* GET: the pushed bytes are not in place yet */
@@ -51,8 +51,8 @@ static inline struct mca_btl_devmem_getput *mca_btl_devmem_getput(const mca_btl_
 struct mca_btl_devmem_stripe {
     unsigned int nchunks; /* chunks if several lanes are open at placement; 0: not cut */
     size_t chunk;         /* bytes of each chunk but the last */
-    mca_btl_devmem_frag_t *chunks[MCA_BTL_DEVMEM_STRIPE_MAX]; /* CHUNK records, unused ones
-                                                               * freed by stripe_release */
+    mca_btl_devmem_frag_t *chunks[MCA_BTL_DEVMEM_STRIPE_MAX]; /* chunk records, unused
+                                                               * ones freed by stripe_release */
     unsigned int used;    /* records the placement took */
 };
 
