@@ -139,7 +139,7 @@ S3 mca_btl_devmem_frag_t.endpoint see S1
 S3 mca_btl_devmem_frag_t.done the completion of the owner of a fragment (frag.h): set and run by the layers above by design
 S2 connections/endpoint->cbdata the data of an active-message registration of Open MPI (mca_btl_active_message_callback_t), not the cbdata of a get
 S2 sockets/pollset->data the data union of the system struct epoll_event, not the field of a push
-macro mca_btl_devmem_stats members made by MCA_BTL_DEVMEM_STATS: the counters every layer adds to (stats.h, layer 1)
+macro mca_btl_devmem_stats members made by MCA_BTL_DEVMEM_STATS: the counters every layer adds to (base/btl_devmem_counters.h)
 '
 
 # The program reads every component file and devmem/*.h. It prints
