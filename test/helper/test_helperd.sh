@@ -212,34 +212,27 @@ if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nolo
 
     # 1. descriptors whose close waits (a lingering TCP socket its peer never reads): with
     # more than a message takes, behind a malformed message, with their own peer
-    # Out of the check until fixed (DEVMEM_TEST_UNSETTLED=1 runs it): on CI's Open MPI 5 leg
-    # the third hand-over (a lingering socket with its own peer) hung the attack for its 60 s
-    # (2026-12-02, doc/development.md "Unsettled steps")
-    if [ "${DEVMEM_TEST_UNSETTLED:-0}" = 1 ]; then
-        attack freeze freeze &
-        apid=$!
-        for _ in $(seq 100); do grep -q '^sent' "$T/attack-freeze.out" 2>/dev/null && break; sleep 0.1; done
-        sleep 0.5 # the helper is closing them now
-        served "lingering sockets being closed"
-        if wait "$apid"; then
-            devmem_step_ok "lingering sockets passed in every way a message allows"
-        else
-            devmem_step_fail "the freeze attack:"
-            cat "$T/attack-freeze.out"
-        fi
-        baseline "after the lingering sockets"
-        st=$(status_of attack)
-        if [[ "$st" =~ closing:\ 0\ queued,\ 0\ in\ progress,\ 0\ thread\(s\),\ 0\ user\(s\)\ held\ back\;\ [0-9]+\ closed,\ ([0-9]+)\ interrupted ]] &&
-            [ "${BASH_REMATCH[1]}" -gt 0 ]; then
-            devmem_step_ok "the lingering closes were interrupted, not waited for: $(grep '^closing:' <<<"$st")"
-        else
-            devmem_step_fail "the helper's closes: $(grep '^closing:' <<<"$st")"
-        fi
-        devmem_expect_line "$T/attack.log" "uid 65534: .*more than 2 descriptors" \
-            "a message with 10 descriptors is refused, naming the limit"
+    attack freeze freeze &
+    apid=$!
+    for _ in $(seq 100); do grep -q '^sent' "$T/attack-freeze.out" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.5 # the helper is closing them now
+    served "lingering sockets being closed"
+    if wait "$apid"; then
+        devmem_step_ok "lingering sockets passed in every way a message allows"
     else
-        echo "not run in the check: the freeze attack (DEVMEM_TEST_UNSETTLED=1 runs it)"
+        devmem_step_fail "the freeze attack:"
+        cat "$T/attack-freeze.out"
     fi
+    baseline "after the lingering sockets"
+    st=$(status_of attack)
+    if [[ "$st" =~ closing:\ 0\ queued,\ 0\ in\ progress,\ 0\ thread\(s\),\ 0\ user\(s\)\ held\ back\;\ [0-9]+\ closed,\ ([0-9]+)\ interrupted ]] &&
+        [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+        devmem_step_ok "the lingering closes were interrupted, not waited for: $(grep '^closing:' <<<"$st")"
+    else
+        devmem_step_fail "the helper's closes: $(grep '^closing:' <<<"$st")"
+    fi
+    devmem_expect_line "$T/attack.log" "uid 65534: .*more than 2 descriptors" \
+        "a message with 10 descriptors is refused, naming the limit"
 
     # 2. descriptors by the tens of thousands, connections past the cap carrying some, and 12
     # bindings released at once
@@ -299,30 +292,22 @@ if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nolo
         cat "$T/attack-epoll.out"
     fi
     served "after the epoll file"
-    # the epoll file closed before the next attack (a user whose closes pile up is refused)
+    # the epoll file closed before the next attack (a user whose closes pile up waits)
     baseline "after the epoll file"
     # requests by the hundreds over many connections: a user's share of the loop is what one
     # connection would get
-    # Out of the check until fixed (DEVMEM_TEST_UNSETTLED=1 runs it): on a busy machine the
-    # helper turns the flooding user's later connections away while the flood's own
-    # descriptors are being closed, and that refusal fails with EPIPE (2026-12-02,
-    # doc/development.md "Unsettled steps")
-    if [ "${DEVMEM_TEST_UNSETTLED:-0}" = 1 ]; then
-        attack requests request-flood &
-        apid=$!
-        for _ in $(seq 100); do grep -q '^sent' "$T/attack-requests.out" 2>/dev/null && break; sleep 0.1; done
-        served "960 bind requests queued over 60 connections"
-        if wait "$apid"; then
-            devmem_step_ok "960 bind requests over 60 connections, each answered"
-        else
-            devmem_step_fail "the request flood:"
-            cat "$T/attack-requests.out"
-            # what the helper said of the connections it closed
-            grep -E "uid 65534: (connection closed|refused)" "$T/attack.log" |
-                grep -Ev "closed by the client|bind-rx on lo" | tail -n 5
-        fi
+    attack requests request-flood &
+    apid=$!
+    for _ in $(seq 100); do grep -q '^sent' "$T/attack-requests.out" 2>/dev/null && break; sleep 0.1; done
+    served "960 bind requests queued over 60 connections"
+    if wait "$apid"; then
+        devmem_step_ok "960 bind requests over 60 connections, each answered"
     else
-        echo "not run in the check: the request flood (DEVMEM_TEST_UNSETTLED=1 runs it)"
+        devmem_step_fail "the request flood:"
+        cat "$T/attack-requests.out"
+        # what the helper said of the connections it closed
+        grep -E "uid 65534: (connection closed|refused)" "$T/attack.log" |
+            grep -Ev "closed by the client|bind-rx on lo" | tail -n 5
     fi
     before=$(grep -c "uid 65534" "$T/attack.log")
     attack log-flood log-flood || { devmem_step_fail "the log flood:"; cat "$T/attack-log-flood.out"; }
@@ -358,7 +343,7 @@ if useradd --no-create-home --no-user-group --gid nogroup --shell /usr/sbin/nolo
         if wait "$apid"; then
             devmem_step_ok "the FUSE files' user was turned away while its closes stalled"
         else
-            devmem_step_fail "the FUSE attack:"
+            cp "$T/attack.log" /tmp/attack-debug.log; devmem_step_fail "the FUSE attack:"
             cat "$T/attack-fuse.out"
         fi
         baseline "after the FUSE server stopped"

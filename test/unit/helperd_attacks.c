@@ -169,10 +169,12 @@ static bool hand_over(int how, int sock, int peer)
         fds[n++] = wrapped(&sock, 1);
         armed = 0 == send_with(fd, true, NULL, 0) && 0 == send_with(fd, false, fds, 1);
     } else {
-        /* with its own peer, so that only the helper holds both */
+        /* with its own peer, so that only the helper holds both; the wrapper goes last, as
+         * in the other ways: only the last is closed under the alarm, and a close of ours
+         * that turns out to be the last one lingers until interrupted */
         int both[2] = {sock, peer};
-        fds[n++] = wrapped(both, 2);
         fds[n++] = hdtest_memfd(4096);
+        fds[n++] = wrapped(both, 2);
         armed = 0 == send_with(fd, false, fds, 2);
     }
     for (int i = 0; i < n - 1; i++) {
@@ -387,7 +389,9 @@ static int attack_log_flood(void)
         clock_gettime(CLOCK_MONOTONIC, &t);
     } while (t.tv_sec - t0.tv_sec < 3);
     printf("refusals %d\n", n);
-    CHECK(n > 300, "%d refused binds in 3 s", n);
+    /* a flood only when it outruns the log's budget (100 lines, then 10 a second: 130 in
+     * 3 s); on a loaded machine a few hundred, on an idle one thousands */
+    CHECK(n > 150, "%d refused binds in 3 s, more than the log takes", n);
     devmem_helper_close(c);
     return check_finish();
 }
@@ -406,12 +410,23 @@ static int attack_fuse(const char *file)
             return 1;
         }
     }
-    for (int i = 0; i < 80; i += 2) {
+    /* a hello takes none: refused and closed, until the closes pile up: then the helper
+     * reads no more of ours, and turns a connection away once it has waited HD_BACKLOG_MS */
+    for (int i = 0; i < 80 && 0 == turned_away; i += 2) {
         int fd = raw_connect();
-        char answer[512];
+        struct devmem_helper_msg m;
+        struct devmem_err e;
+        unsigned char answer[512];
+        ssize_t n;
 
-        (void) send_with(fd, false, &fds[i], 2); /* a hello takes none: refused, closed */
-        (void) recv(fd, answer, sizeof(answer), 0);
+        (void) send_with(fd, false, &fds[i], 2);
+        n = recv(fd, answer, sizeof(answer), 0);
+        if (n > 0 && devmem_helper_parse(answer, (size_t) n, 0, &m, &e) > 0
+            && DEVMEM_HELPER_ERROR == m.type
+            && NULL != strstr(m.body.error.msg, "still being closed")) {
+            turned_away = 1;
+            printf("      connection %d: %s\n", i / 2 + 1, m.body.error.msg);
+        }
         close(fd);
     }
     sleep(1); /* the helper queues the closes it cannot run */

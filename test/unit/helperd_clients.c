@@ -112,10 +112,10 @@ static int read_answer(int fd, struct devmem_helper_msg *m, int timeout_ms)
 }
 
 /* The next answer is an ERROR with code and words containing want. */
-static int refused_with(int fd, int code, const char *want)
+static int refused_within(int fd, int code, const char *want, int ms)
 {
     struct devmem_helper_msg m;
-    int r = read_answer(fd, &m, 5000);
+    int r = read_answer(fd, &m, ms);
 
     if (1 != r || DEVMEM_HELPER_ERROR != m.type) {
         printf("      (answer: %s)\n", 1 != r ? (0 == r ? "closed" : "none") : "not an error");
@@ -123,6 +123,11 @@ static int refused_with(int fd, int code, const char *want)
     }
     printf("      helper said: [%s] %s\n", strerror(m.body.error.code), m.body.error.msg);
     return m.body.error.code == code && NULL != strstr(m.body.error.msg, want);
+}
+
+static int refused_with(int fd, int code, const char *want)
+{
+    return refused_within(fd, code, want, 5000);
 }
 
 /* The helper closes the connection (after its answer). */
@@ -509,10 +514,16 @@ int main(int argc, char **argv)
           "a 1 GiB length is refused at the header");
     close(fd);
 
-    /* truncated: half a message, then nothing: dropped after the hello deadline */
+    /* truncated: half a message, then nothing: dropped at the message deadline, told why */
     fd = raw_connect();
     raw_send(fd, "\x44\x4d\x48\x50\x01\x00", 6, NULL, 0);
-    CHECK(closed(fd), "half a header and silence: dropped after the hello deadline");
+    CHECK(refused_with(fd, ETIMEDOUT, "left unfinished") && closed(fd),
+          "half a header and silence: dropped at the message deadline, told why");
+    close(fd);
+    /* nothing at all: dropped at the hello deadline, told why */
+    fd = raw_connect();
+    CHECK(refused_within(fd, ETIMEDOUT, "no hello within", 8000) && closed(fd),
+          "a connection that says nothing: dropped at the hello deadline, told why");
     close(fd);
     /* truncated: half a message, then the client hangs up: nothing left behind */
     fd = raw_connect();
@@ -674,7 +685,8 @@ int main(int argc, char **argv)
     fds[0] = buf;
     fds[1] = lsd;
     raw_send(fd, "\x44", 1, fds, 2);
-    CHECK(closed(fd), "one byte of a message with two descriptors, then silence: dropped");
+    CHECK(refused_with(fd, ETIMEDOUT, "left unfinished") && closed(fd),
+          "one byte of a message with two descriptors, then silence: dropped, told why");
     close(fd);
 
     /* a flood of connections from one user */

@@ -26,13 +26,16 @@
 
 #define HD_CLOSERS_PER_USER 4  /* closing threads one user's descriptors may occupy */
 #define HD_CLOSE_NUDGE_MS 100  /* a close running this long is interrupted, and again after */
-#define HD_CLOSE_BACKLOG 64    /* queued closes past which a user's messages wait */
+#define HD_CLOSE_BACKLOG 64    /* queued closes at which a user's messages wait */
+#define HD_CLOSE_RESUME 16     /* and down to which they wait: a slow drain does not flap */
 
 struct closer_user {
     uid_t uid;
     int *fds; /* a ring of queued descriptors */
     size_t head, n, cap;
     unsigned int threads, busy; /* busy: threads in a close */
+    long held_ms;               /* since when: from HD_CLOSE_BACKLOG queued down to
+                                 * HD_CLOSE_RESUME; 0 when not held */
     struct closer_user *next;
 };
 
@@ -120,9 +123,12 @@ static void *closer_main(void *arg)
         }
         fd = u->fds[u->head];
         u->head = (u->head + 1) % u->cap;
-        if (HD_CLOSE_BACKLOG == u->n-- && wakeup_fd >= 0) {
+        if (--u->n <= HD_CLOSE_RESUME && 0 != u->held_ms) {
             uint64_t one = 1; /* this user may be read again: the loop may be asleep */
-            (void) !write(wakeup_fd, &one, sizeof(one));
+            u->held_ms = 0;
+            if (wakeup_fd >= 0) {
+                (void) !write(wakeup_fd, &one, sizeof(one));
+            }
         }
         u->busy++;
         me->since_ms = me->nudged_ms = hd_now_ms();
@@ -221,7 +227,9 @@ void hd_close_passed(uid_t uid, int fd)
         return;
     }
     u->fds[(u->head + u->n) % u->cap] = fd;
-    u->n++;
+    if (++u->n >= HD_CLOSE_BACKLOG && 0 == u->held_ms) {
+        u->held_ms = hd_now_ms();
+    }
     thread_start(u);
     pthread_mutex_unlock(&lock);
 }
@@ -245,16 +253,21 @@ void hd_closer_tick(void)
     pthread_mutex_unlock(&lock);
 }
 
-bool hd_closer_backlogged(uid_t uid)
+long hd_closer_held_ms(uid_t uid)
 {
     struct closer_user *u;
-    bool full;
+    long since;
 
     pthread_mutex_lock(&lock);
     u = user_of(uid, false);
-    full = NULL != u && u->n >= HD_CLOSE_BACKLOG;
+    since = NULL != u ? u->held_ms : 0;
     pthread_mutex_unlock(&lock);
-    return full;
+    return 0 != since ? hd_now_ms() - since + 1 : 0;
+}
+
+bool hd_closer_backlogged(uid_t uid)
+{
+    return 0 != hd_closer_held_ms(uid);
 }
 
 void hd_closer_counts(struct hd_closer_counts *out)
@@ -264,7 +277,7 @@ void hd_closer_counts(struct hd_closer_counts *out)
     for (const struct closer_user *u = users; NULL != u; u = u->next) {
         out->queued += u->n;
         out->threads += u->threads;
-        out->users += u->n >= HD_CLOSE_BACKLOG;
+        out->users += 0 != u->held_ms;
     }
     for (const struct closer_thread *t = threads; NULL != t; t = t->next) {
         out->closing += 0 != t->since_ms;

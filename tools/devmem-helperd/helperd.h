@@ -270,6 +270,8 @@ void hd_close_passed(uid_t uid, int fd);
 void hd_closer_tick(void);
 /* Whether uid's closes have piled up: its messages wait until they drain. */
 bool hd_closer_backlogged(uid_t uid);
+/* For how long they have (ms, at least 1), or 0. */
+long hd_closer_held_ms(uid_t uid);
 struct hd_closer_counts {
     size_t queued, threads, closing, users; /* users: those backlogged */
     unsigned long long closed, nudges;

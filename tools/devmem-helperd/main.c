@@ -191,7 +191,7 @@ static int serve(struct helperd *hd, int lfd, int sfd, int wfd)
     struct pollfd *pfd = NULL;
     struct slot *who = NULL;
     struct turn *turns = NULL;
-    size_t cap = 0, nturns;
+    size_t cap = 0, nturns, first = 0;
     long last_recheck = 0, room_complaint = -60000;
     int rc = 0;
 
@@ -240,12 +240,23 @@ static int serve(struct helperd *hd, int lfd, int sfd, int wfd)
                 }
             }
         }
-        for (struct hd_client *c = hd->clients; NULL != c; c = c->next) {
-            /* a user whose descriptors are still being closed sends no more for now, nor does
-             * anyone while descriptors are short; a hang-up is noticed all the same */
-            who[n] = (struct slot){c, NULL};
-            pfd[n++] = (struct pollfd){.fd = c->fd, .events = room && !hd_closer_backlogged(c->uid)
-                                                                 ? POLLIN : 0};
+        /* the connections from a place that moves on by one each turn: a user's share of a
+         * turn goes to the first of its connections with something to read, and no
+         * connection of a user with many waits behind the others for more than a round */
+        first = 0 != hd->nclients ? (first + 1) % hd->nclients : 0;
+        for (int pass = 0; pass < 2; pass++) {
+            size_t k = 0;
+            for (struct hd_client *c = hd->clients; NULL != c; c = c->next, k++) {
+                if ((0 == pass) != (k >= first)) {
+                    continue;
+                }
+                /* a user whose descriptors are still being closed sends no more for now, nor
+                 * does anyone while descriptors are short; a hang-up is noticed all the same */
+                bool readable = room && !hd_closer_backlogged(c->uid);
+
+                who[n] = (struct slot){c, NULL};
+                pfd[n++] = (struct pollfd){.fd = c->fd, .events = readable ? POLLIN : 0};
+            }
         }
         hd_closer_counts(&closing);
         r = poll(pfd, n, hd_now_ms() < accept_paused_until || 0 != closing.threads ? 100 : 1000);

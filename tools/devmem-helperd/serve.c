@@ -25,6 +25,7 @@
 
 #define HD_HELLO_MS 5000     /* a connection must say hello within this */
 #define HD_MESSAGE_MS 2000   /* and finish a message it has begun within this */
+#define HD_BACKLOG_MS 2000   /* a new connection waits this long for its user's closes */
 /* Room for every descriptor one message can carry (the kernel's SCM_MAX_FD): a descriptor
  * that does not fit is closed by the kernel in the reading thread, and its close can wait
  * as long as its owner likes. More than a message takes are refused, each closed by
@@ -188,11 +189,7 @@ void hd_client_accept(struct helperd *hd, int cfd)
         mine += o->uid == c->uid;
     }
     devmem_err_clear(&e);
-    if (hd_closer_backlogged(c->uid)) {
-        devmem_err_set(&e, EAGAIN, "descriptors uid %u passed before are still being closed "
-                       "(a file system or socket that does not let go): refused until they are",
-                       (unsigned) c->uid);
-    } else if (hd->nclients >= p->max_clients) {
+    if (hd->nclients >= p->max_clients) {
         devmem_err_set(&e, EAGAIN, "refused by policy (max-clients %u, %s): the helper serves "
                        "%u connections", p->max_clients,
                        hd_policy_where(p, p->max_clients_at, where, sizeof(where)),
@@ -242,19 +239,41 @@ void hd_client_drop(struct helperd *hd, struct hd_client *c, const char *why)
     free(c);
 }
 
+/* Whether c has bytes the helper has not read yet: a hello that waits for its turn. */
+static bool unread(const struct hd_client *c)
+{
+    char byte;
+
+    return 1 == recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+}
+
 void hd_clients_expire(struct helperd *hd, long now)
 {
     struct hd_client *c = hd->clients;
 
     while (NULL != c) {
         struct hd_client *next = c->next;
-        if (!c->hello && now - c->accepted_ms > HD_HELLO_MS) {
-            hd->dropped++;
-            hd_client_drop(hd, c, "no hello in time");
+        struct devmem_err e;
+
+        devmem_err_clear(&e);
+        if (!c->hello && hd_closer_held_ms(c->uid) > HD_BACKLOG_MS) {
+            /* a burst of requests drains well within this; closes that have not are a file
+             * system or socket that does not let go: say so rather than keep it waiting */
+            devmem_err_set(&e, EAGAIN, "descriptors uid %u passed before are still being "
+                           "closed (a file system or socket that does not let go): refused "
+                           "until they are", (unsigned) c->uid);
+        } else if (!c->hello && now - c->accepted_ms > HD_HELLO_MS && !unread(c)) {
+            /* a hello sent but not read yet waits for its turn: the wait is the helper's */
+            devmem_err_set(&e, ETIMEDOUT, "no hello within %d s", HD_HELLO_MS / 1000);
         } else if (c->have > 0 && now - c->msg_started_ms > HD_MESSAGE_MS) {
             /* half a message holds descriptors: it must not stay half */
+            devmem_err_set(&e, ETIMEDOUT, "a message left unfinished for %d s",
+                           HD_MESSAGE_MS / 1000);
+        }
+        if (0 != e.code) {
+            refuse(hd, c, 0, &e);
             hd->dropped++;
-            hd_client_drop(hd, c, "a message left unfinished");
+            hd_client_drop(hd, c, e.msg);
         }
         c = next;
     }
