@@ -135,7 +135,10 @@ for t in "${tests[@]}"; do
                 echo "FAIL $name (exit $rc, ${secs}s)"
             fi
             nlines=$(wc -l <"$log")
-            if [ "$nlines" -gt "$tail_lines" ]; then
+            # the steps that failed first: an excerpt of this output cut short still names them
+            if grep -q '^failed step: ' "$log"; then
+                grep -E -m 8 '^failed step: ' "$log" | sed 's/^/  ! /'
+            elif [ "$nlines" -gt "$tail_lines" ]; then
                 # failure lines that scrolled out of the tail
                 head -n "$((nlines - tail_lines))" "$log" |
                     grep -E -m 15 '^(FAIL|not ok)|FAIL[: ]|MISMATCH|OVERWRITTEN|[Ee]rror|timed out' |

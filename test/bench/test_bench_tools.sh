@@ -111,6 +111,7 @@ if timeout 300 "$DEVMEM_SRC/bench/run.sh" --settings lo-hog1 --yield 0 --kinds l
         devmem_step_fail "bench/run.sh lo-hog1: busy process $pids still runs after the bench"
         kill $pids 2>/dev/null
     elif [ "$n" -ne 4 ]; then
+        cat "$out" "$res/results.csv"
         devmem_step_fail "bench/run.sh lo-hog1: $n devmem/tcp figures, want 4"
     else
         devmem_step_ok "bench/run.sh lo-hog1: $n figures beside busy process $pids, stopped after"
