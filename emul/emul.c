@@ -309,15 +309,6 @@ void devmem_emul_sock_close(struct devmem_emul *e, int fd)
 
 /* ---- setup ------------------------------------------------------------------------------- */
 
-void devmem_emul_config_default(struct devmem_emul_config *cfg)
-{
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->seed = 1;
-    cfg->linear_pct = 10;
-    cfg->readable_pct = 2;
-    cfg->max_frag = devmem_page_size();
-}
-
 int devmem_emul_open(struct devmem_emul **ep, const struct devmem_emul_config *cfg,
                      struct devmem_err *err)
 {

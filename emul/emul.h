@@ -22,19 +22,14 @@
 
 #include "dmabuf.h"
 #include "err.h"
+#include "kernel.h"
 #include "uapi.h"
 
 struct devmem_emul;
 
-struct devmem_emul_config {
-    uint64_t seed;         /* pseudo-random layout; the same seed gives the same layout */
-    unsigned linear_pct;   /* % of devmem skbs whose first bytes stay linear (0..100) */
-    unsigned readable_pct; /* % of receives on a steered flow that are plain data (0..100) */
-    size_t max_frag;       /* largest dmabuf piece, at most one page */
-};
-
-/* seed 1, linear_pct 10, readable_pct 2, max_frag one page. */
-void devmem_emul_config_default(struct devmem_emul_config *cfg);
+/* The kernel table's entry (devmem/kernel.h): what devmem_emul.so exports, and what a program
+ * linked with this library hands to devmem_kernel_use_emulated. */
+extern const struct devmem_emulated devmem_emulated;
 
 int devmem_emul_open(struct devmem_emul **e, const struct devmem_emul_config *cfg,
                      struct devmem_err *err);
@@ -104,18 +99,6 @@ ssize_t devmem_emul_sendmsg(struct devmem_emul *e, int fd, const struct msghdr *
 /* The socket is closing: its outstanding tokens go back to their pools (as the kernel does on
  * close) and its error queue is dropped. Call before close(fd). */
 void devmem_emul_sock_close(struct devmem_emul *e, int fd);
-
-struct devmem_emul_stats {
-    uint64_t recv_efault;     /* devmem data read without MSG_SOCK_DEVMEM */
-    uint64_t recv_toosmall;   /* -ETOOSMALL */
-    uint64_t recv_pool_full;  /* -ENOBUFS */
-    uint64_t recv_pool_limited; /* receives that took fewer bytes than asked: no free page left */
-    uint64_t frags_landed;    /* dmabuf frags handed out (tokens) */
-    uint64_t tokens_freed;
-    uint64_t tokens_unknown;  /* DONTNEED entries that named no outstanding token */
-    uint64_t tx_sends;
-    uint64_t linger_bytes;    /* bytes read as devmem of a binding unbound after they queued */
-};
 
 void devmem_emul_get_stats(const struct devmem_emul *e, struct devmem_emul_stats *s);
 

@@ -3,8 +3,8 @@
 # The installed component exports nothing outside mca_btl_devmem_: the kernel layer's
 # devmem_* functions and the component's own stay inside the DSO (hidden visibility), as
 # btl/tcp keeps its own, so that nothing of ours can clash with a program or another library
-# loaded beside it. The tools and tests link the kernel layer statically and are not
-# concerned.
+# loaded beside it; the emulated kernel's library exports its entry alone. The tools and
+# tests link the kernel layer statically and are not concerned.
 #
 # With DEVMEM_COMPONENT_FROM_OMPI=1 the component is the one built inside Open MPI's tree:
 # a DSO in Open MPI's component directory, or (Open MPI 5 and later by default) linked into
@@ -65,5 +65,13 @@ else
     dso=$DEVMEM_PREFIX/lib/openmpi/mca_btl_devmem.so
     [ -f "$dso" ] || devmem_skip "no installed component at $dso (make install)"
     check_dso "$dso"
+    # the emulated kernel's library, which the component loads when asked for: its entry only
+    emul=$DEVMEM_PREFIX/lib/btl_devmem/devmem_emul.so
+    all=$(nm -D --defined-only "$emul" 2>/dev/null | awk 'NF == 3 && $3 != "_init" && $3 != "_fini" { print $3 }')
+    if [ "$all" = devmem_emulated ]; then
+        devmem_step_ok "$emul exports its entry alone (devmem_emulated)"
+    else
+        devmem_step_fail "$emul exports [$(tr '\n' ' ' <<<"$all" | cut -c1-200)], want devmem_emulated alone"
+    fi
 fi
 devmem_finish

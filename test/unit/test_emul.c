@@ -665,6 +665,7 @@ int main(void)
     enum devmem_kernel_kind kind;
 
     srand(7);
+    devmem_kernel_use_emulated(&devmem_emulated); /* linked in, not looked for */
     CHECK(-EINVAL == devmem_kernel_kind_parse("auto", &kind, NULL) &&
               0 == devmem_kernel_kind_parse("emulated", &kind, NULL) &&
               DEVMEM_KERNEL_EMULATED == kind,

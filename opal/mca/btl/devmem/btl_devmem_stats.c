@@ -16,7 +16,6 @@
 #include "device/btl_devmem_dev.h"
 #include "btl_devmem_stats.h"
 
-#include "devmem/emul.h"
 
 static const char *const keys[] = {
 #define MCA_BTL_DEVMEM_STAT_KEY(key, kind, meaning) #key,
@@ -77,12 +76,10 @@ static uint64_t derived(int index)
         struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
         struct devmem_emul_stats es = {0};
 
-        if (NULL != k && NULL != k->emul) {
-            /* what only the emulation can see; receiving threads count there, and a tool
-             * may read during the run from any thread */
-            (void) pthread_mutex_lock(&k->emul_lock);
-            devmem_emul_get_stats(k->emul, &es);
-            (void) pthread_mutex_unlock(&k->emul_lock);
+        if (NULL != k) {
+            /* what only the emulation can see, read under its lock: receiving threads count
+             * there, and a tool may read during the run from any thread */
+            devmem_kernel_emul_stats(k, &es);
         }
         return MCA_BTL_DEVMEM_STAT_emul_pool_limited == index ? es.recv_pool_limited
                                                               : es.linger_bytes;

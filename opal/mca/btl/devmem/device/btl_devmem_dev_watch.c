@@ -14,7 +14,6 @@
 
 #include "sockets/btl_devmem_helper.h"
 #include "device/btl_devmem_dev.h"
-#include "devmem/emul.h"
 
 /* devmem-helperd's connection, watched while the device path goes through it */
 static struct {
@@ -159,15 +158,13 @@ static bool emulated_bytes_queued(struct devmem_kernel *k)
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     size_t queued = 0;
 
-    (void) pthread_mutex_lock(&k->emul_lock);
     for (int i = 0; i < c->num_modules && 0 == queued; i++) {
         const struct mca_btl_devmem_dev *d = c->modules[i]->dev;
 
         if (NULL != d && DEV_BOUND == d->unbound && 0 == d->helper_id) { /* those undone below */
-            queued = devmem_emul_queued(k->emul, d->rx_id);
+            queued = k->emulated->queued(k, d->rx_id);
         }
     }
-    (void) pthread_mutex_unlock(&k->emul_lock);
     return queued > 0;
 }
 
@@ -204,11 +201,8 @@ void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
         }
     }
     if (NULL != k->emul) { /* the TX bindings went with the same netlink socket */
-        size_t n;
+        size_t n = k->emulated->unbind_tx_all(k);
 
-        (void) pthread_mutex_lock(&k->emul_lock);
-        n = devmem_emul_unbind_tx_all(k->emul);
-        (void) pthread_mutex_unlock(&k->emul_lock);
         if (n > 0) {
             opal_output(0, "btl:devmem: testing: %zu TX binding(s) undone too", n);
         }

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The two kernel-operation tables: real syscalls + netlink, and the emulation.
+ * The kernel-operation tables: the real syscalls and netlink here, and the emulation's, found
+ * in its own library (emul/) when a process asks for it.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+
 #include "kernel.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,214 +205,86 @@ const struct devmem_kernel_ops devmem_kernel_real_ops = {
     .sock_close = real_sock_close,
 };
 
-/* ---- emulated ---------------------------------------------------------------------------- */
+/* ---- the emulated kernel's library ------------------------------------------------------- */
 
-/* The emulation is one process-wide state (sockets, pools, scratch buffers): every call
- * into it holds k->emul_lock, so that receiving threads and the progress thread may use
- * their own sockets at once. */
-static void emu_lock(struct devmem_kernel *k)
+static pthread_mutex_t emulated_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct devmem_emulated *emulated; /* handed over or loaded; never unloaded */
+
+void devmem_kernel_use_emulated(const struct devmem_emulated *e)
 {
-    (void) pthread_mutex_lock(&k->emul_lock);
+    (void) pthread_mutex_lock(&emulated_lock);
+    emulated = e;
+    (void) pthread_mutex_unlock(&emulated_lock);
 }
 
-static void emu_unlock(struct devmem_kernel *k)
+/* Loads the library at path; 0, or -errno with why in why. */
+static int emulated_load(const char *path, char *why, size_t len)
 {
-    (void) pthread_mutex_unlock(&k->emul_lock);
-}
+    const struct devmem_emulated *e;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 
-static int emu_bind_rx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
-                       struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_bind_rx_queues(k->emul, req->region, req->ifindex, req->queues,
-                                    NULL == req->queues ? 0 : req->nqueues, id, err);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_bind_tx(struct devmem_kernel *k, const struct devmem_bind_req *req, uint32_t *id,
-                       struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_bind_tx(k->emul, req->region, id, err);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_unbind(struct devmem_kernel *k, uint32_t id, struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_unbind(k->emul, id, err);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_bound(struct devmem_kernel *k, unsigned int ifindex, uint32_t id,
-                     struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_bound(k->emul, id);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_steer(struct devmem_kernel *k, uint16_t port, uint32_t id,
-                     struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_steer(k->emul, port, id, err);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_steer_rss(struct devmem_kernel *k, uint16_t port, unsigned int ifindex,
-                         const unsigned int *queues, size_t n, uint32_t *ctx,
-                         struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_rss_ctx_create(k->emul, ifindex, queues, n, ctx, err);
-    if (0 == rc && 0 != (rc = devmem_emul_steer_ctx(k->emul, port, *ctx, err))) {
-        (void) devmem_emul_rss_ctx_delete(k->emul, *ctx, NULL);
-        *ctx = 0;
+    if (NULL == lib) {
+        snprintf(why, len, "%s", dlerror());
+        return -ENOENT;
     }
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_rss_del(struct devmem_kernel *k, uint32_t ctx, struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_rss_ctx_delete(k->emul, ctx, err);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_sock_queue(struct devmem_kernel *k, int fd, unsigned int *queue,
-                          struct devmem_err *err)
-{
-    int rc;
-
-    emu_lock(k);
-    rc = devmem_emul_sock_queue(k->emul, fd, queue);
-    emu_unlock(k);
-
-    return 0 == rc ? 0 : devmem_err_set(err, -rc, "emul: socket %d: no steered flow seen yet", fd);
-}
-
-static ssize_t emu_recv(struct devmem_kernel *k, int fd, struct devmem_rx_batch *b, int flags,
-                        struct devmem_err *err)
-{
-    struct msghdr msg;
-    struct iovec iov;
-    ssize_t ret;
-
-    devmem_rx_batch_msghdr(b, &msg, &iov);
-    emu_lock(k);
-    ret = devmem_emul_recvmsg(k->emul, fd, &msg, flags | MSG_SOCK_DEVMEM);
-    emu_unlock(k);
-    if (-ENOBUFS == ret) {
-        return devmem_err_set(err, ENOBUFS, "emul: would block, pool full: return tokens "
-                              "(SO_DEVMEM_DONTNEED) and retry");
+    e = dlsym(lib, "devmem_emulated");
+    if (NULL == e || DEVMEM_EMULATED_ABI != e->abi) {
+        snprintf(why, len, "%s: %s", path, NULL == e ? "no devmem_emulated in it"
+                                                    : "built from another version of btl_devmem");
+        (void) dlclose(lib);
+        return -ELIBBAD;
     }
-    return devmem_rx_batch_finish(b, &msg, ret, err);
+    emulated = e;
+    return 0;
 }
 
-static int emu_dontneed(struct devmem_kernel *k, int fd, const struct devmem_dmabuf_token *r,
-                        size_t n, struct devmem_err *err)
+/* The library where the install put it: beside the component (<libdir>/openmpi/ ->
+ * <libdir>/btl_devmem/), which holds wherever the prefix was moved, else in the directory
+ * configured (a component installed into Open MPI's own directory). */
+static int emulated_find(const struct devmem_emulated **out, struct devmem_err *err)
 {
-    int ret;
+    char why[2 * PATH_MAX] = "the component was built inside Open MPI's tree, which does not "
+                             "build it";
+    int rc = -ENOENT;
 
-    emu_lock(k);
-    ret = devmem_emul_dontneed(k->emul, fd, r, (socklen_t) (n * sizeof(*r)));
-    emu_unlock(k);
+    (void) pthread_mutex_lock(&emulated_lock);
+#ifdef DEVMEM_EMUL_SUBDIR
+    Dl_info self;
 
-    if (ret < 0) {
-        return devmem_err_set(err, -ret, "emul: SO_DEVMEM_DONTNEED (%zu ranges): %s", n,
-                              strerror(-ret));
+    if (NULL == emulated && 0 != dladdr((void *) emulated_find, &self)
+        && NULL != self.dli_fname && NULL != strrchr(self.dli_fname, '/')) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%.*s/../%s/%s",
+                 (int) (strrchr(self.dli_fname, '/') - self.dli_fname), self.dli_fname,
+                 DEVMEM_EMUL_SUBDIR, DEVMEM_EMULATED_LIB);
+        rc = emulated_load(path, why, sizeof(why));
     }
-    return ret;
-}
+#endif
+#ifdef DEVMEM_EMUL_DIR
+    if (NULL == emulated && -ELIBBAD != rc) {
+        char path[PATH_MAX];
 
-static ssize_t emul_sendmsg(void *ctx, int fd, const struct msghdr *msg, int flags)
-{
-    return devmem_emul_sendmsg(ctx, fd, msg, flags);
-}
-
-static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
-                        const struct devmem_tx_iov *iov, size_t n, int flags,
-                        struct devmem_err *err)
-{
-    ssize_t rc;
-
-    emu_lock(k);
-    rc = devmem_tx_send_via(emul_sendmsg, k->emul, "emul", fd, id, iov, n, flags, err);
-    emu_unlock(k);
-    return rc;
-}
-
-static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,
-                               struct devmem_err *err)
-{
-    union {
-        char buf[CMSG_SPACE(64)];
-        struct cmsghdr align;
-    } cbuf;
-    struct msghdr msg;
-    ssize_t ret;
-
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_control = cbuf.buf;
-    msg.msg_controllen = sizeof(cbuf.buf);
-    emu_lock(k);
-    ret = devmem_emul_recvmsg(k->emul, fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
-    emu_unlock(k);
-    if (ret < 0) {
-        if (-EAGAIN == ret || -EWOULDBLOCK == ret) {
-            return devmem_err_set(err, EAGAIN, "tx: no completion queued");
-        }
-        return devmem_err_set(err, (int) -ret, "emul: recvmsg(MSG_ERRQUEUE): %s",
-                              strerror((int) -ret));
+        snprintf(path, sizeof(path), "%s/%s", DEVMEM_EMUL_DIR, DEVMEM_EMULATED_LIB);
+        rc = emulated_load(path, why, sizeof(why));
     }
-    return devmem_tx_parse_completion(&msg, c, err);
+#endif
+    *out = emulated;
+    (void) pthread_mutex_unlock(&emulated_lock);
+    if (NULL == *out) {
+        return devmem_err_set(err, -rc, "the emulated kernel (a test double, %s) is not "
+                              "installed with this component: %s", DEVMEM_EMULATED_LIB, why);
+    }
+    return 0;
 }
 
-static void emu_sock_close(struct devmem_kernel *k, int fd)
+void devmem_kernel_emul_stats(struct devmem_kernel *k, struct devmem_emul_stats *s)
 {
-    emu_lock(k);
-    devmem_emul_sock_close(k->emul, fd);
-    emu_unlock(k);
+    memset(s, 0, sizeof(*s));
+    if (NULL != k->emulated && NULL != k->emul) {
+        k->emulated->stats(k, s);
+    }
 }
-
-const struct devmem_kernel_ops devmem_kernel_emulated_ops = {
-    .name = "emulated",
-    .bind_rx = emu_bind_rx,
-    .bind_tx = emu_bind_tx,
-    .unbind = emu_unbind,
-    .bound = emu_bound,
-    .steer = emu_steer,
-    .steer_rss = emu_steer_rss,
-    .rss_del = emu_rss_del,
-    .sock_queue = emu_sock_queue,
-    .recv = emu_recv,
-    .dontneed = emu_dontneed,
-    .send = emu_send,
-    .read_completion = emu_read_completion,
-    .sock_close = emu_sock_close,
-};
 
 /* ---- instances --------------------------------------------------------------------------- */
 
@@ -430,8 +310,10 @@ int devmem_kernel_open(struct devmem_kernel **kp, enum devmem_kernel_kind kind,
         }
         break;
     case DEVMEM_KERNEL_EMULATED:
-        k->ops = &devmem_kernel_emulated_ops;
-        rc = devmem_emul_open(&k->emul, cfg, err);
+        if (0 == (rc = emulated_find(&k->emulated, err))) {
+            k->ops = k->emulated->ops;
+            rc = k->emulated->open(k, cfg, err);
+        }
         break;
     default:
         rc = devmem_err_set(err, EINVAL, "kernel: unknown kind %d", (int) kind);
@@ -460,7 +342,9 @@ void devmem_kernel_close(struct devmem_kernel *k)
         free(st->b);
         free(st);
     }
-    devmem_emul_close(k->emul);
+    if (NULL != k->emul) {
+        k->emulated->close(k);
+    }
     (void) pthread_mutex_destroy(&k->emul_lock);
     free(k);
 }

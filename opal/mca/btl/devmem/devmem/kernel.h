@@ -2,7 +2,8 @@
 /*
  * The kernel operations the component needs, behind one table with two instances:
  *   real      the syscalls, and bind-rx/bind-tx over generic netlink (netlink.h);
- *   emulated  the emulated kernel ABI (emul.h) over plain TCP sockets.
+ *   emulated  the emulated kernel ABI over plain TCP sockets: a test double in a library of
+ *             its own (emul/, devmem_emul.so), loaded only by a process that asks for it.
  * The caller chooses one explicitly; neither ever falls back to the other.
  *
  * Every operation returns 0 / a count, or -errno with err filled (err may be NULL).
@@ -15,7 +16,6 @@
 #include <sys/types.h>
 
 #include "dmabuf.h"
-#include "emul.h"
 #include "err.h"
 #include <pthread.h>
 
@@ -38,6 +38,34 @@ struct devmem_bind_req {
 };
 
 struct devmem_kernel;
+struct devmem_emul;
+
+/* How the emulated kernel lays data out (emul/emul.h). */
+struct devmem_emul_config {
+    uint64_t seed;         /* pseudo-random layout; the same seed gives the same layout */
+    unsigned linear_pct;   /* % of devmem skbs whose first bytes stay linear (0..100) */
+    unsigned readable_pct; /* % of receives on a steered flow that are plain data (0..100) */
+    size_t max_frag;       /* largest dmabuf piece, at most one page (0: one page) */
+};
+
+/* seed 1, linear_pct 10, readable_pct 2, max_frag one page. */
+static inline void devmem_emul_config_default(struct devmem_emul_config *cfg)
+{
+    *cfg = (struct devmem_emul_config){.seed = 1, .linear_pct = 10, .readable_pct = 2};
+}
+
+/* What the emulated kernel counted. */
+struct devmem_emul_stats {
+    uint64_t recv_efault;     /* devmem data read without MSG_SOCK_DEVMEM */
+    uint64_t recv_toosmall;   /* -ETOOSMALL */
+    uint64_t recv_pool_full;  /* -ENOBUFS */
+    uint64_t recv_pool_limited; /* receives that took fewer bytes than asked: no free page left */
+    uint64_t frags_landed;    /* dmabuf frags handed out (tokens) */
+    uint64_t tokens_freed;
+    uint64_t tokens_unknown;  /* DONTNEED entries that named no outstanding token */
+    uint64_t tx_sends;
+    uint64_t linger_bytes;    /* bytes read as devmem of a binding unbound after they queued */
+};
 
 struct devmem_kernel_ops {
     const char *name; /* "real" or "emulated" */
@@ -88,13 +116,35 @@ struct devmem_kernel_ops {
 struct devmem_kernel {
     const struct devmem_kernel_ops *ops;
     enum devmem_kernel_kind kind;
+    const struct devmem_emulated *emulated; /* emulated only: its library's entry */
     struct devmem_emul *emul; /* emulated only */
     pthread_mutex_t emul_lock; /* emulated: held by every call into emul (kernel.c) */
     void *real;               /* real only: netlink sockets per binding */
 };
 
 extern const struct devmem_kernel_ops devmem_kernel_real_ops;
-extern const struct devmem_kernel_ops devmem_kernel_emulated_ops;
+
+/* What the emulated kernel's library exports, as the symbol "devmem_emulated". */
+#define DEVMEM_EMULATED_ABI 1 /* changes with this struct, the ops or the config and stats */
+#define DEVMEM_EMULATED_LIB "devmem_emul.so"
+struct devmem_emulated {
+    unsigned int abi;
+    const struct devmem_kernel_ops *ops;
+    int (*open)(struct devmem_kernel *k, const struct devmem_emul_config *cfg,
+                struct devmem_err *err);
+    void (*close)(struct devmem_kernel *k);
+    void (*stats)(struct devmem_kernel *k, struct devmem_emul_stats *s);
+    /* for btl_devmem_testing: bytes queued on flows into RX binding id (what an unbind now
+     * leaves to be read as devmem of it), and every TX binding undone (how many) */
+    size_t (*queued)(struct devmem_kernel *k, uint32_t id);
+    size_t (*unbind_tx_all)(struct devmem_kernel *k);
+};
+
+/* A program linked with the emulated kernel hands it over here; else devmem_kernel_open
+ * loads the library (kernel.c, emulated_find). */
+void devmem_kernel_use_emulated(const struct devmem_emulated *e);
+/* The emulated kernel's counters (zero for real). */
+void devmem_kernel_emul_stats(struct devmem_kernel *k, struct devmem_emul_stats *s);
 
 /* Open an instance of the chosen kind. cfg configures the emulation (NULL: defaults) and is
  * ignored by real. */
