@@ -44,6 +44,7 @@ _devmem_san_tree() {
     echo "$what: building in $dir${_devmem_san_component_only:+ (the component alone)}"
     if [ -n "${_devmem_san_component_only:-}" ]; then
         (cd "$dir" && make -j"$(nproc)" -C opal/mca/btl/devmem/devmem &&
+            make -j"$(nproc)" -C emul install &&
             make -j"$(nproc)" -C opal/mca/btl/devmem install) >>"$log" 2>&1
     else
         (cd "$dir" && make -j"$(nproc)" && make -j"$(nproc)" -C test/unit check TESTS= &&
@@ -60,7 +61,8 @@ devmem_sanitize_build() {
     DEVMEM_SAN_RUNTIME=$(clang -print-file-name=libclang_rt.asan-x86_64.so)
     [ -f "$DEVMEM_SAN_RUNTIME" ] || devmem_skip "clang has no shared ASan runtime ($DEVMEM_SAN_RUNTIME)"
     # The check's second leg (DEVMEM_OMPI_FREE_DONE) builds only the component, the one part
-    # that links its other Open MPI: the first leg built and ran the rest sanitized.
+    # that links its other Open MPI, and the emulated kernel it loads: the first leg built and
+    # ran the rest sanitized.
     # -fno-sanitize=function: clang 17 and later check C calls through function pointers
     # too, and Open MPI's object system calls every class's constructor as
     # void (*)(opal_object_t *) (OBJ_CLASS), our classes' included
@@ -81,7 +83,8 @@ devmem_tsan_build() {
         devmem_skip "clang has no ThreadSanitizer runtime (Debian: libclang-rt-dev)"
     DEVMEM_TSAN_BUILD=$DEVMEM_BUILD/tsan
     DEVMEM_TSAN_PREFIX=$DEVMEM_TSAN_BUILD/install
-    # only the component runs instrumented: the rest of the tree is not built there
+    # only the component (and the emulated kernel it loads) runs instrumented: the rest of
+    # the tree is not built there
     _devmem_san_component_only=1 \
         _devmem_san_tree "$DEVMEM_TSAN_BUILD" tsan "-O1 -g -fno-omit-frame-pointer -fsanitize=thread"
 }
