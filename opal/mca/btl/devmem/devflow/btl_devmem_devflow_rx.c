@@ -245,6 +245,12 @@ enum mca_btl_devmem_rx_step mca_btl_devmem_devflow_rx_step(struct mca_btl_devmem
             tally->receives++;
             tally->bytes += (uint64_t) n;
         }
+        if ((uint64_t) n > expected) {
+            /* a get may have joined the lane between the look and the receive (from another
+             * thread), and its bytes come at once: what the gets owe only grows meanwhile,
+             * so the receive never took more than they owe now */
+            expected = owed(df);
+        }
         result = rx_judge(df, n, expected, why, len, err);
         if (MCA_BTL_DEVMEM_RX_DATA == result) {
             result = rx_place(df, k, b, n, why, len, err);
