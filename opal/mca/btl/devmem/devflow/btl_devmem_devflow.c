@@ -18,11 +18,12 @@
 #include "devflow/btl_devmem_devflow_int.h"
 
 /* Connections held unread until a control connection names them (each listener caps its
- * own: mca_btl_devmem_held_new). */
+ * own: mca_btl_devmem_held_new). Made at init, before any thread; the dispatch lock's. */
 static opal_list_t unclaimed;
 static bool unclaimed_ready;
 
-/* Descriptors the lanes' sockets hold now, both directions (dispatch lock). */
+/* Descriptors the lanes' sockets hold now, both directions: changed under the dispatch lock,
+ * read from any thread (a get that asks for lanes). */
 static unsigned int lane_fds;
 
 /* ---------------------------------------------------------------- states */
@@ -165,10 +166,10 @@ unsigned long mca_btl_devmem_devflow_fd_budget(void)
     return 0 == asked ? free_at_init / 2 : asked < most ? asked : most;
 }
 
-/* Lane descriptors and the unclaimed connections held. */
+/* Lane descriptors and the unclaimed connections held (dispatch lock). */
 static size_t fds_held(void)
 {
-    return lane_fds + (unclaimed_ready ? opal_list_get_size(&unclaimed) : 0);
+    return __atomic_load_n(&lane_fds, __ATOMIC_RELAXED) + opal_list_get_size(&unclaimed);
 }
 
 bool mca_btl_devmem_devflow_fd_spare(void)
@@ -176,9 +177,14 @@ bool mca_btl_devmem_devflow_fd_spare(void)
     return fds_held() < mca_btl_devmem_devflow_fd_budget();
 }
 
+bool mca_btl_devmem_devflow_fd_spare_lanes(void)
+{
+    return __atomic_load_n(&lane_fds, __ATOMIC_RELAXED) < mca_btl_devmem_devflow_fd_budget();
+}
+
 void mca_btl_devmem_devflow_fd_count(int delta)
 {
-    lane_fds = (unsigned int) ((int) lane_fds + delta);
+    (void) __atomic_add_fetch(&lane_fds, (unsigned int) delta, __ATOMIC_RELAXED);
     if (delta > 0) {
         mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_fds_max, fds_held());
     }
@@ -345,7 +351,6 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
             }
         }
     }
-    unclaimed_init();
     if (!mca_btl_devmem_devflow_fd_spare()) {
         /* the claim that names it times out, and that lane falls back */
         DEVMEM_VERBOSE(10, "refused a device-flow connection on %s: the device flows hold "
@@ -387,7 +392,6 @@ int mca_btl_devmem_devflow_claim(mca_btl_devmem_endpoint_t *ep,
         mca_btl_devmem_endpoint_proto_error(ep, "a second device-flow claim for one lane");
         return -1;
     }
-    unclaimed_init();
     OPAL_LIST_FOREACH (u, &unclaimed, mca_btl_devmem_held_t) {
         if (mca_btl_devmem_ip_equal(&u->addr, &addr) && u->port == port) {
             struct mca_btl_devmem_dev *dev = u->owner;
@@ -480,6 +484,7 @@ int mca_btl_devmem_devflow_init(void)
     if (OPAL_SUCCESS != rc) {
         return rc;
     }
+    unclaimed_init();
     return mca_btl_devmem_endpoint_state_register(&mca_btl_devmem_devflow_peer_handle,
                                                   sizeof(struct mca_btl_devmem_devflow_peer),
                                                   peer_construct, peer_destruct);

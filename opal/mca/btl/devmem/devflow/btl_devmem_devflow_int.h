@@ -235,6 +235,9 @@ bool mca_btl_devmem_devflow_fall_back(struct mca_btl_devmem_devflow *df, bool se
  * default half of what was free at init; both directions and the unclaimed ones together,
  * so that control connections always find one), and the count of those the lanes hold. */
 bool mca_btl_devmem_devflow_fd_spare(void);
+/* The same from any thread, the lanes' descriptors alone (the unclaimed connections are the
+ * dispatch lock's; a lane then refused for want of one falls back at its claim's timeout). */
+bool mca_btl_devmem_devflow_fd_spare_lanes(void);
 void mca_btl_devmem_devflow_fd_count(int delta);
 /* That budget, in descriptors. */
 unsigned long mca_btl_devmem_devflow_fd_budget(void);

@@ -51,7 +51,7 @@ static bool can_receive_lanes(const mca_btl_devmem_endpoint_t *ep)
 {
     return NULL != ep->module->dev && 0 != ep->module->dev->listener.port
            && !__atomic_load_n(&ep->module->dev->lost, __ATOMIC_ACQUIRE)
-           && mca_btl_devmem_dev_enabled() && mca_btl_devmem_devflow_fd_spare();
+           && mca_btl_devmem_dev_enabled() && mca_btl_devmem_devflow_fd_spare_lanes();
 }
 
 int mca_btl_devmem_devflow_park(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get)
