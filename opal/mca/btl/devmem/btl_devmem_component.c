@@ -181,7 +181,7 @@ static bool prev_record_read(void)
     if (!MCA_BTL_DEVMEM_REOPENS) {
         return false;
     }
-    if (OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&opal_proc_local_get()->proc_name,
+    if (OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&opal_proc_local_get()->proc_name, true,
                                                        &c->secret, NULL, &c->prev,
                                                        &c->prev_n)) {
         return false;

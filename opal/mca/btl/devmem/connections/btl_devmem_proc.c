@@ -38,7 +38,7 @@ static void proc_destruct(mca_btl_devmem_proc_t *p)
 
 OBJ_CLASS_INSTANCE(mca_btl_devmem_proc_t, opal_object_t, proc_construct, proc_destruct);
 
-int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, uint64_t *secret,
+int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, bool own, uint64_t *secret,
                                    uint8_t machine[16], struct mca_btl_devmem_modex_addr **addrs,
                                    int *naddrs)
 {
@@ -48,8 +48,17 @@ int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, uint64_t *se
     size_t size = 0;
     int rc;
 
-    OPAL_MODEX_RECV(rc, &mca_btl_devmem_component.super.btl_version, name, (void **) &blob,
-                    &size);
+#ifdef OPAL_MODEX_RECV_IMMEDIATE
+    if (own) {
+        OPAL_MODEX_RECV_IMMEDIATE(rc, &mca_btl_devmem_component.super.btl_version, name,
+                                  (void **) &blob, &size);
+    } else
+#endif
+    {
+        (void) own; /* Open MPI 4.1 answers at once for a key nobody has put */
+        OPAL_MODEX_RECV(rc, &mca_btl_devmem_component.super.btl_version, name, (void **) &blob,
+                        &size);
+    }
     if (OPAL_SUCCESS != rc) {
         DEVMEM_VERBOSE(10, "no btl_devmem modex record from %s (%d)", OPAL_NAME_PRINT(*name),
                        rc);
@@ -138,8 +147,9 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc)
     peer->name = proc->proc_name;
     peer->endpoints = calloc(c->num_modules, sizeof(*peer->endpoints));
     if (NULL == peer->endpoints
-        || OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&peer->name, &peer->secret, machine,
-                                                          &peer->addrs, &peer->naddrs)) {
+        || OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&peer->name, false, &peer->secret,
+                                                          machine, &peer->addrs,
+                                                          &peer->naddrs)) {
         goto fail;
     }
     count_machine(peer, machine);

@@ -26,9 +26,10 @@ OBJ_CLASS_DECLARATION(mca_btl_devmem_proc_t);
 /* Read and check the modex record process `name` published (one malformed or of another
  * btl_devmem version is refused, and said): its secret, its machine (the kernel's boot id,
  * when machine is not NULL), and its addresses in a new array (*addrs, NULL when it has
- * none). OPAL_SUCCESS, or an error and nothing set. The peers' records, and our own from an
- * earlier life of the component (btl_devmem_component.c). */
-int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, uint64_t *secret,
+ * none). OPAL_SUCCESS, or an error and nothing set. The peers' records (waited for), and our
+ * own from an earlier life of the component (btl_devmem_component.c: `own`, only what is
+ * there already; PMIx waits for a key nobody has put, 2 s under Open MPI 5). */
+int mca_btl_devmem_proc_read_modex(const opal_process_name_t *name, bool own, uint64_t *secret,
                                    uint8_t machine[16], struct mca_btl_devmem_modex_addr **addrs,
                                    int *naddrs);
 
