@@ -177,30 +177,20 @@ static ssize_t emu_send(struct devmem_kernel *k, int fd, uint32_t id,
     return rc;
 }
 
+static ssize_t emul_recvmsg(void *ctx, int fd, struct msghdr *msg, int flags)
+{
+    return devmem_emul_recvmsg(ctx, fd, msg, flags);
+}
+
 static int emu_read_completion(struct devmem_kernel *k, int fd, struct devmem_tx_completion *c,
                                struct devmem_err *err)
 {
-    union {
-        char buf[CMSG_SPACE(64)];
-        struct cmsghdr align;
-    } cbuf;
-    struct msghdr msg;
-    ssize_t ret;
+    int rc;
 
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_control = cbuf.buf;
-    msg.msg_controllen = sizeof(cbuf.buf);
     emu_lock(k);
-    ret = devmem_emul_recvmsg(k->emul, fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
+    rc = devmem_tx_read_completion_via(emul_recvmsg, k->emul, "emul", fd, c, err);
     emu_unlock(k);
-    if (ret < 0) {
-        if (-EAGAIN == ret || -EWOULDBLOCK == ret) {
-            return devmem_err_set(err, EAGAIN, "tx: no completion queued");
-        }
-        return devmem_err_set(err, (int) -ret, "emul: recvmsg(MSG_ERRQUEUE): %s",
-                              strerror((int) -ret));
-    }
-    return devmem_tx_parse_completion(&msg, c, err);
+    return rc;
 }
 
 static void emu_sock_close(struct devmem_kernel *k, int fd)

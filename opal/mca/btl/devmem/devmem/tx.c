@@ -159,24 +159,41 @@ int devmem_tx_parse_completion(const struct msghdr *msg, struct devmem_tx_comple
     return devmem_err_set(err, EPROTO, "tx: error-queue message without IP(V6)_RECVERR");
 }
 
-int devmem_tx_read_completion(int fd, struct devmem_tx_completion *c, struct devmem_err *err)
+int devmem_tx_read_completion_via(devmem_tx_recvmsg_fn recv, void *ctx, const char *who, int fd,
+                                  struct devmem_tx_completion *c, struct devmem_err *err)
 {
     union {
         char buf[CMSG_SPACE(sizeof(struct sock_extended_err) + sizeof(struct sockaddr_in6))];
         struct cmsghdr align;
     } cbuf;
     struct msghdr msg;
+    ssize_t ret;
 
     memset(&msg, 0, sizeof(msg));
     msg.msg_control = cbuf.buf;
     msg.msg_controllen = sizeof(cbuf.buf);
-    if (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
-        if (EAGAIN == errno || EWOULDBLOCK == errno) {
+    ret = recv(ctx, fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
+    if (ret < 0) {
+        if (-EAGAIN == ret || -EWOULDBLOCK == ret) {
             return devmem_err_set(err, EAGAIN, "tx: no completion queued");
         }
-        return devmem_err_set(err, errno, "tx: recvmsg(MSG_ERRQUEUE): %s", strerror(errno));
+        return devmem_err_set(err, (int) -ret, "%s: recvmsg(MSG_ERRQUEUE): %s", who,
+                              strerror((int) -ret));
     }
     return devmem_tx_parse_completion(&msg, c, err);
+}
+
+static ssize_t kernel_recvmsg(void *ctx, int fd, struct msghdr *msg, int flags)
+{
+    ssize_t ret = recvmsg(fd, msg, flags);
+
+    (void) ctx;
+    return ret < 0 ? -errno : ret;
+}
+
+int devmem_tx_read_completion(int fd, struct devmem_tx_completion *c, struct devmem_err *err)
+{
+    return devmem_tx_read_completion_via(kernel_recvmsg, NULL, "tx", fd, c, err);
 }
 
 /* ---- tracker ----------------------------------------------------------------------------- */

@@ -65,6 +65,10 @@ int devmem_tx_parse_completion(const struct msghdr *msg, struct devmem_tx_comple
 
 /* Real read of one notification: recvmsg(MSG_ERRQUEUE | MSG_DONTWAIT). -EAGAIN when none. */
 int devmem_tx_read_completion(int fd, struct devmem_tx_completion *c, struct devmem_err *err);
+/* The same through another recvmsg (the emulated kernel's), as devmem_tx_send_via. */
+typedef ssize_t (*devmem_tx_recvmsg_fn)(void *ctx, int fd, struct msghdr *msg, int flags);
+int devmem_tx_read_completion_via(devmem_tx_recvmsg_fn recv, void *ctx, const char *who, int fd,
+                                  struct devmem_tx_completion *c, struct devmem_err *err);
 
 /* ---- in-order release of sent regions ---------------------------------------------------- */
 
