@@ -101,8 +101,6 @@ fi
 # ---- includes: a file includes the headers of its own layer and below (by the folder in the
 # #include line: FOLDER/btl_devmem_NAME.h), but for these, each with its reason
 known_includes='
-base/btl_devmem.h>sockets/btl_devmem_if.h the module holds its interface (see S1 of the module below)
-base/btl_devmem.h>sockets/btl_devmem_pollset.h the component holds the socket set (see S1 of the module below)
 '
 includes_up=$(for f in $(files c h); do
     grep -o '^#include "[a-z_/]*btl_devmem[a-z_]*\.h"' "$dir/$f" | sed 's/^#include "//; s/"$//' |
@@ -130,10 +128,6 @@ S3 mca_btl_devmem_modex_hdr.* the modex record, a wire format (layer 1) that the
 S3 mca_btl_devmem_modex_addr.* the modex record, a wire format (layer 1) that the component publishes and the connections read
 S3 *.reserved padding of a record that leaves the process (modex, hello, registration handle), never read by name
 S3 mca_btl_devmem_stripe.* how the lanes cut a get (rdma.h: the interface get and put offer the device flows); rdma.c keeps it for its get and hands it back, the lanes alone fill and read it
-S1 mca_btl_devmem_module_t.* the module (btl_devmem.h), like the component, is what every layer is handed, here per interface: the interface and listen socket (2), the device pool (3), the endpoints and their lock (4); a per-layer split as the endpoint has is still to do
-S3 mca_btl_devmem_module_t.* the module: see S1
-S1 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 of the module
-S3 mca_btl_devmem_listener.* the listen socket of a module, part of it: see S1 of the module
 S1 mca_btl_devmem_frag_t.endpoint the endpoint a fragment goes to, as the BTL descriptor of Open MPI names it; the layers above set it and read it, the fragment never looks inside
 S3 mca_btl_devmem_frag_t.endpoint see S1
 S3 mca_btl_devmem_frag_t.done the completion of the owner of a fragment (frag.h): set and run by the layers above by design

@@ -27,6 +27,7 @@
 #include "sockets/btl_devmem_sock.h"
 #include "device/btl_devmem_dev.h"
 #include "connections/btl_devmem_conn.h"
+#include "connections/btl_devmem_module.h"
 #include "connections/btl_devmem_proc.h"
 #include "rdma/btl_devmem_reg.h"
 #include "devflow/btl_devmem_devflow.h"
@@ -86,8 +87,6 @@ static int component_open(void)
     }
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
-    c->num_modules = 0;
-    c->modules = NULL;
     memset(&c->stats, 0, sizeof(c->stats));
     memset(c->lane_rx_bytes, 0, sizeof(c->lane_rx_bytes));
     memset(c->queue_rx_bytes, 0, sizeof(c->queue_rx_bytes));
@@ -102,24 +101,13 @@ static int component_open(void)
 
 static void modules_release(void)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
     mca_btl_devmem_liveness_stop();
     mca_btl_devmem_devflow_idle_stop();
     mca_btl_devmem_rxthreads_stop(); /* the lanes they served have closed */
     mca_btl_devmem_devflow_fini();
     mca_btl_devmem_reg_fini(); /* its TX bindings, before the kernel interface goes */
     mca_btl_devmem_dev_fini();
-    for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_module_t *m = c->modules[i];
-        mca_btl_devmem_listener_close(&m->listener);
-        OBJ_DESTRUCT(&m->endpoints);
-        OBJ_DESTRUCT(&m->lock);
-        free(m);
-    }
-    free(c->modules);
-    c->modules = NULL;
-    c->num_modules = 0;
+    mca_btl_devmem_modules_free();
     mca_btl_devmem_pollset_close();
 }
 
@@ -141,7 +129,7 @@ static int component_close(void)
     mca_btl_devmem_pml_check_stop();
     mca_btl_devmem_dispatch_lock();
     mca_btl_devmem_held_drop_all(&c->pending_accepts);
-    if (c->stats_enabled && c->num_modules > 0) {
+    if (c->stats_enabled && mca_btl_devmem_num_modules > 0) {
         mca_btl_devmem_stats_print();
     }
     mca_btl_devmem_proc_release_all();
@@ -259,11 +247,11 @@ static int publish_modex(void)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     size_t size = sizeof(struct mca_btl_devmem_modex_hdr)
-                  + c->num_modules * sizeof(struct mca_btl_devmem_modex_addr);
+                  + mca_btl_devmem_num_modules * sizeof(struct mca_btl_devmem_modex_addr);
     uint8_t *blob = calloc(1, size);
     struct mca_btl_devmem_modex_hdr hdr = {MCA_BTL_DEVMEM_MODEX_MAGIC,
                                            MCA_BTL_DEVMEM_MODEX_VERSION,
-                                           (uint16_t) c->num_modules, c->secret, {0}};
+                                           (uint16_t) mca_btl_devmem_num_modules, c->secret, {0}};
     int rc;
 
     memcpy(hdr.machine, c->machine, sizeof(hdr.machine));
@@ -271,8 +259,8 @@ static int publish_modex(void)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     memcpy(blob, &hdr, sizeof(hdr));
-    for (int i = 0; i < c->num_modules; i++) {
-        const mca_btl_devmem_module_t *m = c->modules[i];
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        const mca_btl_devmem_module_t *m = mca_btl_devmem_modules[i];
         struct mca_btl_devmem_modex_addr a = {
             .family = AF_INET == m->itf.addr.family ? MCA_BTL_DEVMEM_MODEX_IPV4
                                                     : MCA_BTL_DEVMEM_MODEX_IPV6,
@@ -281,7 +269,7 @@ static int publish_modex(void)
             .flags = m->itf.loopback ? MCA_BTL_DEVMEM_ADDR_LOOPBACK : 0,
             .module = m->index,
             .link = m->link,
-            .devflow_port = NULL != m->dev ? htons(m->dev->listener.port) : 0,
+            .devflow_port = NULL != m->devpath.dev ? htons(m->devpath.dev->listener.port) : 0,
         };
         memcpy(a.addr, m->itf.addr.a.bytes, mca_btl_devmem_ip_len(&m->itf.addr));
         memcpy(blob + sizeof(hdr) + i * sizeof(a), &a, sizeof(a));
@@ -364,8 +352,8 @@ static void accelerator_flags(mca_btl_devmem_component_t *c)
                                                 : "not offered (CUDA memory only)");
 }
 
-/* The module of interface itf for link `link` of `links`, listening; added to c->modules
- * (which has room). 0 or an OPAL error. */
+/* The module of interface itf for link `link` of `links`, listening; added to
+ * mca_btl_devmem_modules. 0 or an OPAL error. */
 static int module_add(mca_btl_devmem_component_t *c, const struct mca_btl_devmem_if *itf,
                       int link, int links)
 {
@@ -385,21 +373,15 @@ static int module_add(mca_btl_devmem_component_t *c, const struct mca_btl_devmem
     if (!c->sendi) {
         m->super.btl_sendi = NULL; /* the PML then packs nothing itself */
     }
-    OBJ_CONSTRUCT(&m->endpoints, opal_list_t);
-    OBJ_CONSTRUCT(&m->lock, opal_mutex_t);
-    m->itf = *itf;
-    m->write = write_shape_for(c, &m->itf);
-    m->link = (uint32_t) link;
-    m->index = (uint32_t) c->num_modules;
-    mca_btl_devmem_conn_listener_init(m);
-    m->error_cb = NULL;
-    m->dev = NULL;
-    m->dev_reason[0] = '\0';
     /* each extra link shares the interface: split its bandwidth */
     m->super.btl_bandwidth = mca_btl_devmem_module_template.super.btl_bandwidth / links;
     m->super.btl_latency = mca_btl_devmem_module_template.super.btl_latency * links;
-    c->modules[c->num_modules++] = m;
-    m->prev_devflow_port = prev_port(m, true);
+    if (OPAL_SUCCESS != (rc = mca_btl_devmem_module_add(m, itf, (uint32_t) link,
+                                                         write_shape_for(c, itf)))) {
+        free(m);
+        return rc;
+    }
+    m->devpath.prev_port = prev_port(m, true);
     if (0 != (rc = create_listener(m))) {
         opal_output(0, "btl:devmem: cannot listen on %s (%s): %s", m->itf.name,
                     mca_btl_devmem_ip_str(&m->itf.addr, addr, sizeof(addr)), strerror(-rc));
@@ -426,10 +408,6 @@ static int create_modules(void)
         DEVMEM_VERBOSE(5, "no usable interface (if_include='%s', if_exclude='%s', family %s)",
                        c->if_include, c->if_exclude, c->family);
         return OPAL_ERR_NOT_AVAILABLE;
-    }
-    c->modules = calloc((size_t) n * links, sizeof(*c->modules));
-    if (NULL == c->modules) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
     }
     for (int link = 0; link < links; link++) {
         for (int i = 0; i < n; i++) {
@@ -476,7 +454,8 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
         rc = OPAL_ERROR;
     }
     if (OPAL_SUCCESS == rc && OPAL_SUCCESS == (rc = create_modules())
-        && OPAL_SUCCESS == (rc = mca_btl_devmem_dev_init(mca_btl_devmem_devflow_accepted))) {
+        && OPAL_SUCCESS == (rc = mca_btl_devmem_dev_init(&mca_btl_devmem_modules[0]->devpath,
+                                                      mca_btl_devmem_devflow_accepted))) {
         char paths[4096];
 
         mca_btl_devmem_dev_paths(paths, sizeof(paths));
@@ -503,19 +482,19 @@ static mca_btl_base_module_t **init_locked(int *num_btls)
     if (OPAL_SUCCESS != rc) {
         goto fail;
     }
-    btls = malloc(c->num_modules * sizeof(*btls));
+    btls = malloc(mca_btl_devmem_num_modules * sizeof(*btls));
     if (NULL == btls) {
         goto fail;
     }
-    for (int i = 0; i < c->num_modules; i++) {
-        btls[i] = &c->modules[i]->super;
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        btls[i] = &mca_btl_devmem_modules[i]->super;
     }
     mca_btl_devmem_liveness_start();
 #ifdef DEVMEM_OMPI_COMMON_CUDA
     (void) mca_common_cuda_stage_one_init(); /* it says itself when CUDA is unusable */
     common_cuda_started = true;
 #endif
-    *num_btls = c->num_modules;
+    *num_btls = mca_btl_devmem_num_modules;
     return btls;
 fail:
     modules_release();

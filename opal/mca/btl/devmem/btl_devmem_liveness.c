@@ -52,8 +52,8 @@ static void check(int fd, short flags, void *arg)
     unsigned int limit = (unsigned int) c->peer_timeout;
 
     mca_btl_devmem_dispatch_lock();
-    for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_module_t *m = c->modules[i];
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        mca_btl_devmem_module_t *m = mca_btl_devmem_modules[i];
         mca_btl_devmem_endpoint_t *ep, *doomed = NULL;
         char why[160];
 

@@ -18,6 +18,7 @@
 
 #include "devmem/cudrv.h"
 #include "base/btl_devmem.h"
+#include "connections/btl_devmem_module.h"
 #include "sockets/btl_devmem_helper.h"
 #include "rdma/btl_devmem_push.h"
 #include "btl_devmem_params.h"

@@ -348,9 +348,11 @@ static void binding_watch(mca_btl_devmem_component_t *c)
     snprintf(msg, sizeof(msg), "btl_devmem: the device path went off under the job, and "
              "btl_devmem_mode is require: %s", why);
     /* the PML ends the job with msg as its words; without one, say it and end it here */
-    for (int i = 0; i < c->num_modules; i++) {
-        if (NULL != c->modules[i]->error_cb) {
-            c->modules[i]->error_cb(&c->modules[i]->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, msg);
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        mca_btl_devmem_module_t *m = mca_btl_devmem_modules[i];
+
+        if (NULL != m->error_cb) {
+            m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, msg);
             return;
         }
     }

@@ -12,6 +12,7 @@
 #include "opal/util/proc.h"
 
 #include "base/btl_devmem.h"
+#include "connections/btl_devmem_module.h"
 #include "sockets/btl_devmem_pollset.h"
 #include "device/btl_devmem_dev.h"
 #include "btl_devmem_stats.h"
@@ -47,9 +48,10 @@ static uint64_t derived(int index)
     if (MCA_BTL_DEVMEM_STAT_devmem_modules == index) {
         uint64_t n = 0;
 
-        for (int i = 0; i < c->num_modules; i++) {
-            n += NULL != c->modules[i]->dev
-                 && !__atomic_load_n(&c->modules[i]->dev->lost, __ATOMIC_RELAXED);
+        for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+            const struct mca_btl_devmem_dev *d = mca_btl_devmem_modules[i]->devpath.dev;
+
+            n += NULL != d && !__atomic_load_n(&d->lost, __ATOMIC_RELAXED);
         }
         return n;
     }
@@ -59,8 +61,10 @@ static uint64_t derived(int index)
     if (MCA_BTL_DEVMEM_STAT_rx_queues == index) {
         uint64_t n = 0;
 
-        for (int i = 0; i < c->num_modules; i++) {
-            n += NULL != c->modules[i]->dev ? c->modules[i]->dev->rx_nqueues : 0;
+        for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+            const struct mca_btl_devmem_dev *d = mca_btl_devmem_modules[i]->devpath.dev;
+
+            n += NULL != d ? d->rx_nqueues : 0;
         }
         return n;
     }

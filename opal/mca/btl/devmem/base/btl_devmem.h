@@ -3,11 +3,9 @@
  * btl_devmem: an Open MPI BTL over TCP sockets that moves payloads between the NIC and
  * device memory with Linux device-memory TCP where the kernel and NIC allow it.
  *
- * This header holds the component and module types, the MCA parameters (the counters are
- * btl_devmem_counters.h's), and the prototypes shared between the component's files.
- * One module exists per (selected interface address x link), IPv4 or IPv6 (one family per
- * interface: btl_devmem_family); each has its own listen socket,
- * so an accepted connection already knows its module.
+ * This header holds the component type, its MCA parameters (the counters are
+ * btl_devmem_counters.h's) and the modex record. The module, one per selected interface
+ * address x link, is connections/btl_devmem_module.h's.
  *
  * Threads (any MPI thread level; MPI_THREAD_MULTIPLE is tested by test/mpi/threads.c, under
  * ThreadSanitizer too):
@@ -66,8 +64,6 @@
 
 #include "base/btl_devmem_counters.h"
 #include "base/btl_devmem_hdr.h"
-#include "sockets/btl_devmem_if.h"
-#include "sockets/btl_devmem_pollset.h"
 
 BEGIN_C_DECLS
 
@@ -194,8 +190,6 @@ typedef struct mca_btl_devmem_component_t {
 
     /* state */
     int output;                                  /* opal_output stream for verbose messages */
-    int num_modules;
-    struct mca_btl_devmem_module_t **modules;
     opal_proc_table_t procs;                     /* opal name -> mca_btl_devmem_proc_t */
     opal_mutex_t lock;
     uint64_t secret;                             /* ours; published in the modex */
@@ -237,45 +231,6 @@ struct mca_btl_devmem_write_shape {
                    * sendmsg whatever chunk says; 0: none */
 };
 
-/* An accepted connection: non-blocking, close-on-exec, from addr:port (host order). It is
- * the callee's to keep or close. */
-typedef void (*mca_btl_devmem_accepted_fn)(void *arg, int sd,
-                                           const struct mca_btl_devmem_ip *addr, uint16_t port);
-
-/* A listen socket (control connections or device flows) and the state of accepting on it
- * (btl_devmem_sock.c): accepts pause while the process has no descriptor to take a
- * connection with, and the connections it gave that are still held (no hello, no claim yet)
- * are capped. */
-struct mca_btl_devmem_listener {
-    int fd;                        /* -1: none */
-    uint16_t port;                 /* host byte order */
-    mca_btl_devmem_polled_t watch;
-    char where[48];                /* names it in messages */
-    mca_btl_devmem_accepted_fn cb;
-    void *arg;
-    opal_event_t resume;           /* ends a pause */
-    bool paused;
-    unsigned int pause_ms;         /* the next pause: doubles while accepts keep failing */
-    unsigned int held;             /* its connections held now */
-};
-
-typedef struct mca_btl_devmem_module_t {
-    mca_btl_base_module_t super;
-    uint32_t index;                /* position in the component's array and in the modex */
-    uint32_t link;                 /* link number on this interface */
-    struct mca_btl_devmem_if itf;  /* interface and address this module binds to */
-    struct mca_btl_devmem_write_shape write; /* how queued frames become send calls */
-    struct mca_btl_devmem_listener listener; /* control connections arrive here */
-    uint16_t prev_devflow_port;    /* an earlier life's device-flow port to take again, 0: any
-                                    * (btl_devmem_component.c, prev_record_read) */
-    opal_list_t endpoints;
-    opal_mutex_t lock;
-    mca_btl_base_module_error_cb_fn_t error_cb;
-    struct mca_btl_devmem_dev *dev; /* device path, NULL: host path only */
-    char dev_reason[320];           /* why dev is NULL */
-} mca_btl_devmem_module_t;
-
-extern mca_btl_devmem_module_t mca_btl_devmem_module_template;
 
 #define DEVMEM_VERBOSE(level, ...) \
     opal_output_verbose((level), mca_btl_devmem_component.output, "btl:devmem: " __VA_ARGS__)

@@ -145,7 +145,7 @@ mca_btl_devmem_proc_t *mca_btl_devmem_proc_create(opal_proc_t *proc)
     }
     peer->proc = proc;
     peer->name = proc->proc_name;
-    peer->endpoints = calloc(c->num_modules, sizeof(*peer->endpoints));
+    peer->endpoints = calloc(mca_btl_devmem_num_modules, sizeof(*peer->endpoints));
     if (NULL == peer->endpoints
         || OPAL_SUCCESS != mca_btl_devmem_proc_read_modex(&peer->name, false, &peer->secret,
                                                           machine, &peer->addrs,
@@ -230,8 +230,8 @@ static bool peer_has_loopback(const mca_btl_devmem_proc_t *peer, uint32_t link)
 
 static bool we_have_loopback(uint32_t link)
 {
-    for (int i = 0; i < mca_btl_devmem_component.num_modules; i++) {
-        const mca_btl_devmem_module_t *m = mca_btl_devmem_component.modules[i];
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        const mca_btl_devmem_module_t *m = mca_btl_devmem_modules[i];
         if (m->itf.loopback && m->link == link) {
             return true;
         }
@@ -242,8 +242,8 @@ static bool we_have_loopback(uint32_t link)
 /* Is module `m` the one that takes the routed fallback for this link number? */
 static bool first_routable_module(const mca_btl_devmem_module_t *m)
 {
-    for (int i = 0; i < mca_btl_devmem_component.num_modules; i++) {
-        const mca_btl_devmem_module_t *o = mca_btl_devmem_component.modules[i];
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        const mca_btl_devmem_module_t *o = mca_btl_devmem_modules[i];
         if (!o->itf.loopback && o->link == m->link && o->itf.addr.family == m->itf.addr.family) {
             return o == m;
         }
@@ -298,8 +298,8 @@ mca_btl_devmem_proc_pick_addr(const mca_btl_devmem_proc_t *peer, const mca_btl_d
     }
     /* No shared subnet with this module: does any of our modules share one? If not, the
      * first routable module takes a routed path. */
-    for (int j = 0; j < mca_btl_devmem_component.num_modules; j++) {
-        const mca_btl_devmem_module_t *o = mca_btl_devmem_component.modules[j];
+    for (int j = 0; j < mca_btl_devmem_num_modules; j++) {
+        const mca_btl_devmem_module_t *o = mca_btl_devmem_modules[j];
         if (o->itf.loopback || o->link != m->link) {
             continue;
         }

@@ -7,6 +7,7 @@
 #define MCA_BTL_DEVMEM_PROC_H
 
 #include "base/btl_devmem.h"
+#include "connections/btl_devmem_module.h"
 
 BEGIN_C_DECLS
 

@@ -304,7 +304,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
     mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_lanes,
                              (uint64_t) open_lanes);
     DEVMEM_VERBOSE(10, "device flow %u from %s adopted on %s (RX binding %u)", df->lane,
-                   OPAL_NAME_PRINT(ep->peer->name), dev->module->itf.name, dev->rx_id);
+                   OPAL_NAME_PRINT(ep->peer->name), dev->itf->name, dev->rx_id);
     mca_btl_devmem_devflow_idle_watch();
     mca_btl_devmem_devflow_settle(ep, "a lane opened");
     return 0;
@@ -333,12 +333,10 @@ static void unclaimed_read(mca_btl_devmem_held_t *h)
 void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
                                      const struct mca_btl_devmem_ip *addr, uint16_t port)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
     /* the claim may have come first */
-    for (int i = 0; i < c->num_modules; i++) {
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
         mca_btl_devmem_endpoint_t *ep;
-        OPAL_LIST_FOREACH (ep, &c->modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
+        OPAL_LIST_FOREACH (ep, &mca_btl_devmem_modules[i]->endpoints, mca_btl_devmem_endpoint_t) {
             for (unsigned int lane = 0; lane < MCA_BTL_DEVMEM_DEVFLOWS_MAX; lane++) {
                 struct mca_btl_devmem_devflow *df = mca_btl_devmem_devflow_lane(ep, lane);
 
@@ -354,14 +352,14 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
     if (!mca_btl_devmem_devflow_fd_spare()) {
         /* the claim that names it times out, and that lane falls back */
         DEVMEM_VERBOSE(10, "refused a device-flow connection on %s: the device flows hold "
-                       "their share of the descriptors", dev->module->itf.name);
+                       "their share of the descriptors", dev->itf->name);
         close(sd);
         return;
     }
     /* held unread (peeked at for its closing only): its bytes are the peer's payload, which may
      * land in device memory */
     (void) mca_btl_devmem_held_new(&unclaimed, sd, addr, port, dev, &dev->listener,
-                                   dev->module->itf.name, "device-flow connection",
+                                   dev->itf->name, "device-flow connection",
                                    "no control connection named it before the handshake "
                                    "timeout",
                                    unclaimed_read);

@@ -45,12 +45,13 @@ enum mca_btl_devmem_lanes_ask {
 };
 
 /* Whether this rank can take a lane from the peer now: it has a device-flow port whose
- * binding is not lost, and a descriptor to spare (a lane it would refuse would hold its gets until the claim's
- * timeout). */
+ * binding is not lost, and a descriptor to spare (a lane it would refuse would hold its gets
+ * until the claim's timeout). */
 static bool can_receive_lanes(const mca_btl_devmem_endpoint_t *ep)
 {
-    return NULL != ep->module->dev && 0 != ep->module->dev->listener.port
-           && !__atomic_load_n(&ep->module->dev->lost, __ATOMIC_ACQUIRE)
+    const struct mca_btl_devmem_dev *d = ep->module->devpath.dev;
+
+    return NULL != d && 0 != d->listener.port && !__atomic_load_n(&d->lost, __ATOMIC_ACQUIRE)
            && mca_btl_devmem_dev_enabled() && mca_btl_devmem_devflow_fd_spare_lanes();
 }
 
@@ -218,8 +219,8 @@ static void idle_check(int fd, short flags, void *arg)
     uint32_t now = mca_btl_devmem_devflow_clock(), idle = (uint32_t) c->devflow_idle;
 
     mca_btl_devmem_dispatch_lock();
-    for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_module_t *m = c->modules[i];
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        mca_btl_devmem_module_t *m = mca_btl_devmem_modules[i];
         mca_btl_devmem_endpoint_t *ep, **retiring = NULL;
         size_t n = 0, cap = 0;
 

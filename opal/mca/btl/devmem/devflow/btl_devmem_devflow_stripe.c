@@ -103,7 +103,7 @@ static size_t inflight(const struct mca_btl_devmem_devflows *set)
 bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
                                        const mca_btl_devmem_frag_t *get)
 {
-    const struct mca_btl_devmem_dev *dev = ep->module->dev;
+    const struct mca_btl_devmem_dev *dev = ep->module->devpath.dev;
 
     return !mca_btl_devmem_getput(get)->dst_dev && NULL != dev && NULL == dev->pool.map;
 }

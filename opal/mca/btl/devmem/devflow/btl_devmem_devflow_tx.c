@@ -110,7 +110,7 @@ static void connected(struct mca_btl_devmem_devflow *df)
         }
         return;
     }
-    if (NULL != ep->module->dev) {
+    if (NULL != ep->module->devpath.dev) {
         struct devmem_err e;
 
         /* devmem TX needs zerocopy sends; without it every answer is a plain send */
@@ -207,8 +207,8 @@ static int lanes_per_peer(void)
     unsigned long budget = mca_btl_devmem_devflow_fd_budget(), per;
     int job = mca_btl_devmem_job_size(), mods = 0, lanes = c->devflows;
 
-    for (int i = 0; i < c->num_modules; i++) {
-        mods += NULL != c->modules[i]->dev;
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
+        mods += NULL != mca_btl_devmem_modules[i]->devpath.dev;
     }
     if (job > 1) {
         per = budget / (2ul * (unsigned long) (job - 1) * (unsigned long) (mods > 0 ? mods : 1));

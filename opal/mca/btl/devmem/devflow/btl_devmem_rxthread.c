@@ -412,7 +412,6 @@ static bool take_less(cpu_set_t *where, const cpu_set_t *from, const cpu_set_t *
  * why, or where. */
 static bool place(cpu_set_t *where, char *said, size_t len)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     const char *nic = NULL, *whose = others_known ? "this node's ranks'" : "this rank's";
     cpu_set_t own, near, all, busy;
     bool bound, known = false;
@@ -435,9 +434,11 @@ static bool place(cpu_set_t *where, char *said, size_t len)
     }
     CPU_OR(&busy, &busy, &others);
     CPU_AND(&busy, &busy, &all);
-    for (int i = 0; i < c->num_modules && NULL == nic; i++) {
-        if (NULL != c->modules[i]->dev && !c->modules[i]->itf.loopback) {
-            nic = c->modules[i]->itf.name;
+    for (int i = 0; i < mca_btl_devmem_num_modules && NULL == nic; i++) {
+        const mca_btl_devmem_module_t *m = mca_btl_devmem_modules[i];
+
+        if (NULL != m->devpath.dev && !m->itf.loopback) {
+            nic = m->itf.name;
         }
     }
     if (NULL != nic) {

@@ -52,6 +52,8 @@ static struct {
     bool enabled;
     bool via_helper; /* devmem-helperd makes the bindings and steering rules */
     mca_btl_devmem_dev_accept_fn on_accept; /* the device-flow layer's, for accepted lanes */
+    struct mca_btl_devmem_devpath *first;   /* every module's part (dev_init) */
+    int n;                                  /* how many */
 } dev_state;
 
 /* A reason, cut to the buffer: long kernel texts may lose their tail, never the process. */
@@ -122,10 +124,8 @@ bool mca_btl_devmem_dev_required(void)
 
 struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
-    for (int i = 0; i < c->num_modules; i++) {
-        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+    for (struct mca_btl_devmem_devpath *p = dev_state.first; NULL != p; p = p->next) {
+        struct mca_btl_devmem_dev *d = p->dev;
         if (NULL != d && d->rx_id == id) {
             return &d->pool;
         }
@@ -142,11 +142,11 @@ static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, ui
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    uint16_t want = d->module->prev_devflow_port;
+    uint16_t want = d->prev_port;
     int rc = dev_state.via_helper
-                 ? mca_btl_devmem_helper_listen_socket(&d->module->itf, want, &d->listener.fd,
+                 ? mca_btl_devmem_helper_listen_socket(d->itf, want, &d->listener.fd,
                                                        &d->listener.port)
-                 : mca_btl_devmem_listen_socket(&d->module->itf, want, &d->listener.fd,
+                 : mca_btl_devmem_listen_socket(d->itf, want, &d->listener.fd,
                                                 &d->listener.port);
 
     if (0 != rc) {
@@ -156,7 +156,7 @@ static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
     if (0 != want && want != d->listener.port) {
         DEVMEM_VERBOSE(1, "%s: device-flow port %u, which peers on other hosts know from an "
                        "earlier session, is taken: they cannot open device flows",
-                       d->module->itf.name, (unsigned) want);
+                       d->itf->name, (unsigned) want);
     }
     rc = mca_btl_devmem_listener_start(&d->listener);
     if (0 != rc) {
@@ -363,25 +363,25 @@ static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_
                                        mca_btl_devmem_component.rx_queues < 0};
     struct devmem_helper_reply reply;
     struct devmem_err e;
-    int rc = devmem_helper_bind_rx(h, d->module->itf.name, &ask, fd, d->listener.fd, &reply,
+    int rc = devmem_helper_bind_rx(h, d->itf->name, &ask, fd, d->listener.fd, &reply,
                                    &e);
 
     /* a refused descriptor (-EBADF: the stand-in of helper_probe_nic) is not the count */
     if (0 != rc && ask.nqueues > 1 && ask.fewer && devmem_helper_version(h) < 2
         && -EPERM != rc && -EBADF != rc) {
         DEVMEM_VERBOSE(1, "devmem-helperd refused %u RX queues on %s (%s): asking for one",
-                       ask.nqueues, d->module->itf.name, e.msg);
+                       ask.nqueues, d->itf->name, e.msg);
         ask.nqueues = 1;
-        rc = devmem_helper_bind_rx(h, d->module->itf.name, &ask, fd, d->listener.fd, &reply,
+        rc = devmem_helper_bind_rx(h, d->itf->name, &ask, fd, d->listener.fd, &reply,
                                    &e);
     }
     if (0 == rc && reply.nqueues < ask.nqueues) {
         DEVMEM_VERBOSE(1, "devmem-helperd granted %u of %u RX queues on %s (its policy's "
                        "range and max-queues, what is free, shared among %u local rank(s))",
-                       reply.nqueues, ask.nqueues, d->module->itf.name, ask.sharers);
+                       reply.nqueues, ask.nqueues, d->itf->name, ask.sharers);
     }
     if (0 != rc) {
-        say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->module->itf.name, e.msg);
+        say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->itf->name, e.msg);
         return rc;
     }
     d->helper_id = reply.binding_id;
@@ -468,7 +468,7 @@ static int real_nic_check(const struct mca_btl_devmem_if *itf, unsigned int *n_r
 
 static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    const struct mca_btl_devmem_if *itf = &d->module->itf;
+    const struct mca_btl_devmem_if *itf = d->itf;
     struct devmem_err e;
     unsigned int n_rx = 0;
     char pool_why[200];
@@ -545,7 +545,7 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
 static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
     unsigned int queues[MCA_BTL_DEVMEM_RX_QUEUES_MAX];
-    struct devmem_bind_req req = {d->module->itf.ifindex, queues, 0, &d->pool};
+    struct devmem_bind_req req = {d->itf->ifindex, queues, 0, &d->pool};
     struct devmem_err e;
     int rc;
 
@@ -599,16 +599,16 @@ static void dev_release(struct mca_btl_devmem_dev *d)
             (void) dev_state.k->ops->rss_del(dev_state.k, d->rss_ctx, NULL);
         }
     }
-    if (d->steer_rule >= 0 && 0 != devmem_nic_flow_del(d->module->itf.name,
+    if (d->steer_rule >= 0 && 0 != devmem_nic_flow_del(d->itf->name,
                                                        (uint32_t) d->steer_rule, &e)) {
         opal_output(0, "btl:devmem: could not remove steering rule %d on %s: %s",
-                    d->steer_rule, d->module->itf.name, e.msg);
+                    d->steer_rule, d->itf->name, e.msg);
     }
     /* the context after the rule that points at it */
     if (!d->steered && 0 != d->rss_ctx && 0 == d->helper_id
-        && 0 != devmem_nic_rss_ctx_delete(d->module->itf.name, d->rss_ctx, &e)) {
+        && 0 != devmem_nic_rss_ctx_delete(d->itf->name, d->rss_ctx, &e)) {
         opal_output(0, "btl:devmem: could not delete RSS context %u on %s: %s", d->rss_ctx,
-                    d->module->itf.name, e.msg);
+                    d->itf->name, e.msg);
     }
     if (0 != d->rx_id && DEV_BOUND == d->unbound
         && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
@@ -618,17 +618,18 @@ static void dev_release(struct mca_btl_devmem_dev *d)
     free(d);
 }
 
-static struct mca_btl_devmem_dev *dev_new(mca_btl_devmem_module_t *m)
+static struct mca_btl_devmem_dev *dev_new(struct mca_btl_devmem_devpath *p)
 {
     struct mca_btl_devmem_dev *d = calloc(1, sizeof(*d));
     char where[sizeof(d->listener.where)];
 
     if (NULL == d) {
-        snprintf(m->dev_reason, sizeof(m->dev_reason), "out of memory");
+        snprintf(p->reason, sizeof(p->reason), "out of memory");
         return NULL;
     }
-    d->module = m;
-    snprintf(where, sizeof(where), "the device-flow port of %s", m->itf.name);
+    d->itf = p->itf;
+    d->prev_port = p->prev_port;
+    snprintf(where, sizeof(where), "the device-flow port of %s", p->itf->name);
     mca_btl_devmem_listener_init(&d->listener, where, accepted, d);
     d->steer_rule = -1;
     d->pool.dmabuf_fd = -1;
@@ -637,43 +638,43 @@ static struct mca_btl_devmem_dev *dev_new(mca_btl_devmem_module_t *m)
 }
 
 /* Real kernel: whether this interface's NIC can take a devmem binding at all, the kernel's
- * or the helper's verdict, with no pool made (m->dev_reason says why not). Asked of every
+ * or the helper's verdict, with no pool made (p->reason says why not). Asked of every
  * interface before anything touches the GPU: locality and the pool start the CUDA driver,
  * and a started driver makes every pointer check dearer, Open MPI's for each message
  * included (8 B latency 1.4x on an H200 node). A node whose NICs cannot do devmem never
  * starts it. */
-static int nic_verdict(mca_btl_devmem_module_t *m)
+static int nic_verdict(struct mca_btl_devmem_devpath *p)
 {
     struct mca_btl_devmem_dev *d;
     unsigned int n_rx;
     int rc;
 
     if (!dev_state.via_helper) {
-        return real_nic_check(&m->itf, &n_rx, m->dev_reason, sizeof(m->dev_reason));
+        return real_nic_check(p->itf, &n_rx, p->reason, sizeof(p->reason));
     }
     /* the helper looks at the device-flow socket before the NIC */
-    if (NULL == (d = dev_new(m))) {
+    if (NULL == (d = dev_new(p))) {
         return -ENOMEM;
     }
-    rc = open_listener(d, m->dev_reason, sizeof(m->dev_reason));
+    rc = open_listener(d, p->reason, sizeof(p->reason));
     if (0 == rc) {
-        rc = helper_probe_nic(d, m->dev_reason, sizeof(m->dev_reason));
+        rc = helper_probe_nic(d, p->reason, sizeof(p->reason));
     }
     dev_release(d);
     return rc;
 }
 
-static int dev_setup(mca_btl_devmem_module_t *m)
+static int dev_setup(struct mca_btl_devmem_devpath *p)
 {
-    struct mca_btl_devmem_dev *d = dev_new(m);
+    struct mca_btl_devmem_dev *d = dev_new(p);
     int rc;
 
     if (NULL == d) {
         return -ENOMEM;
     }
     rc = DEVMEM_KERNEL_REAL == dev_state.k->kind
-             ? setup_real(d, m->dev_reason, sizeof(m->dev_reason))
-             : setup_emulated(d, m->dev_reason, sizeof(m->dev_reason));
+             ? setup_real(d, p->reason, sizeof(p->reason))
+             : setup_emulated(d, p->reason, sizeof(p->reason));
     if (0 != rc) {
         dev_release(d);
         return rc;
@@ -683,34 +684,33 @@ static int dev_setup(mca_btl_devmem_module_t *m)
         struct devmem_err e;
 
         /* a token covers at most one RX buffer: the cost per MiB the verbose line states */
-        if (0 == devmem_nic_get_rings(m->itf.name, &rings, &e) && rings.has_rx_buf_len) {
+        if (0 == devmem_nic_get_rings(p->itf->name, &rings, &e) && rings.has_rx_buf_len) {
             d->rx_buf_len = rings.rx_buf_len;
         }
     }
-    m->dev = d;
-    m->dev_reason[0] = '\0';
+    p->dev = d;
+    p->reason[0] = '\0';
     return 0;
 }
 
 void mca_btl_devmem_dev_paths(char *text, size_t size)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     size_t used = 0;
 
     text[0] = '\0';
-    for (int i = 0; i < c->num_modules && used < size; i++) {
-        const mca_btl_devmem_module_t *m = c->modules[i];
-        const struct mca_btl_devmem_dev *d = m->dev;
+    for (const struct mca_btl_devmem_devpath *p = dev_state.first; NULL != p && used < size;
+         p = p->next) {
+        const struct mca_btl_devmem_dev *d = p->dev;
         int w;
 
         if (NULL != d && !d->lost) {
             w = snprintf(text + used, size - used,
-                         "%s on: %s kernel, %zu KiB %s RX pool, binding %u\n", m->itf.name,
+                         "%s on: %s kernel, %zu KiB %s RX pool, binding %u\n", p->itf->name,
                          dev_state.k->ops->name, d->pool.size >> 10, d->pool.provider->name,
                          d->rx_id);
         } else {
-            w = snprintf(text + used, size - used, "%s off: %s\n", m->itf.name,
-                         m->dev_reason);
+            w = snprintf(text + used, size - used, "%s off: %s\n", p->itf->name,
+                         p->reason);
         }
         used += w > 0 ? (size_t) w : 0;
     }
@@ -762,52 +762,53 @@ struct path_choice {
     size_t used;
 };
 
-static void path_on(struct path_choice *pc, mca_btl_devmem_module_t *m, int cls)
+static void path_on(struct path_choice *pc, struct mca_btl_devmem_devpath *p, int cls)
 {
     char rxbuf[48] = "";
 
     pc->on++;
-    if (NULL == pc->best_if && !m->itf.loopback) {
+    if (NULL == pc->best_if && !p->itf->loopback) {
         pc->best = (enum devmem_path) cls;
-        pc->best_if = m->itf.name;
+        pc->best_if = p->itf->name;
     }
-    if (0 != m->dev->rx_buf_len) {
-        snprintf(rxbuf, sizeof(rxbuf), ", NIC rx-buf-len %u", (unsigned) m->dev->rx_buf_len);
+    if (0 != p->dev->rx_buf_len) {
+        snprintf(rxbuf, sizeof(rxbuf), ", NIC rx-buf-len %u", (unsigned) p->dev->rx_buf_len);
     }
     DEVMEM_VERBOSE(1, "device path on %s: %s kernel, %zu KiB %s RX pool, binding %u, device "
-                   "flows on port %u%s%s%s%s%s", m->itf.name, dev_state.k->ops->name,
-                   m->dev->pool.size >> 10, m->dev->pool.provider->name, m->dev->rx_id,
-                   (unsigned) m->dev->listener.port, rxbuf, pc->near[0] ? "; path to " : "",
+                   "flows on port %u%s%s%s%s%s", p->itf->name, dev_state.k->ops->name,
+                   p->dev->pool.size >> 10, p->dev->pool.provider->name, p->dev->rx_id,
+                   (unsigned) p->dev->listener.port, rxbuf, pc->near[0] ? "; path to " : "",
                    pc->near, pc->near[0] ? ": " : "",
                    pc->near[0] ? devmem_path_name((enum devmem_path) cls) : "");
 }
 
 /* One interface of path class cls: its device path, host TCP as farther than the best one
  * (loopback is always tried: it serves the peers on this host, which no NIC does), or off
- * with m->dev_reason, noted for require. */
-static void path_try(struct path_choice *pc, mca_btl_devmem_module_t *m, int cls, bool refused)
+ * with p->reason, noted for require. */
+static void path_try(struct path_choice *pc, struct mca_btl_devmem_devpath *p, int cls,
+                     bool refused)
 {
     int w;
 
-    if (NULL != pc->best_if && cls > (int) pc->best && !m->itf.loopback) {
-        snprintf(m->dev_reason, sizeof(m->dev_reason), "%s is nearer to %s (path: %s) than %s "
-                 "(path: %s)", pc->best_if, pc->near, devmem_path_name(pc->best), m->itf.name,
+    if (NULL != pc->best_if && cls > (int) pc->best && !p->itf->loopback) {
+        snprintf(p->reason, sizeof(p->reason), "%s is nearer to %s (path: %s) than %s "
+                 "(path: %s)", pc->best_if, pc->near, devmem_path_name(pc->best), p->itf->name,
                  devmem_path_name((enum devmem_path) cls));
-        DEVMEM_VERBOSE(1, "device path off on %s: %s; using host TCP there", m->itf.name,
-                       m->dev_reason);
+        DEVMEM_VERBOSE(1, "device path off on %s: %s; using host TCP there", p->itf->name,
+                       p->reason);
         pc->far++;
         return;
     }
     if (0 != pc->opened) {
-        snprintf(m->dev_reason, sizeof(m->dev_reason), "%s", pc->e->msg);
-    } else if (!refused && 0 == dev_setup(m)) {
-        path_on(pc, m, cls);
+        snprintf(p->reason, sizeof(p->reason), "%s", pc->e->msg);
+    } else if (!refused && 0 == dev_setup(p)) {
+        path_on(pc, p, cls);
         return;
     }
     DEVMEM_VERBOSE(1, "device path off on %s (%s kernel): %s; using host TCP there",
-                   m->itf.name, devmem_kernel_kind_name(pc->kind), m->dev_reason);
+                   p->itf->name, devmem_kernel_kind_name(pc->kind), p->reason);
     w = snprintf(pc->reasons + pc->used, sizeof(pc->reasons) - pc->used, "  %s: %s\n",
-                 m->itf.name, m->dev_reason);
+                 p->itf->name, p->reason);
     if (w > 0 && (size_t) w < sizeof(pc->reasons) - pc->used) {
         pc->used += (size_t) w;
     }
@@ -817,93 +818,37 @@ static void path_try(struct path_choice *pc, mca_btl_devmem_module_t *m, int cls
  * path, farther ones keep host TCP (unknown paths are one class: without locality every
  * interface is tried). The NICs' verdicts come before locality, which asks CUDA
  * (nic_verdict); the emulated NIC takes any binding. */
-static void choose_paths(struct path_choice *pc, enum devmem_path *paths, bool *refused)
+static void choose_paths(struct path_choice *pc, enum devmem_path *paths, bool *refused,
+                         const struct mca_btl_devmem_if **itfs)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    int may = 0;
+    struct mca_btl_devmem_devpath *p;
+    int i, may = 0;
 
-    for (int i = 0; i < c->num_modules; i++) {
+    for (p = dev_state.first, i = 0; NULL != p; p = p->next, i++) {
+        itfs[i] = p->itf;
         paths[i] = DEVMEM_PATH_UNKNOWN;
-        refused[i] = 0 == pc->opened && DEVMEM_KERNEL_REAL == pc->kind
-                     && 0 != nic_verdict(c->modules[i]);
+        refused[i] = 0 == pc->opened && DEVMEM_KERNEL_REAL == pc->kind && 0 != nic_verdict(p);
         may += 0 == pc->opened && !refused[i];
     }
     if (may > 0) {
-        mca_btl_devmem_gpu_nic_paths(paths, pc->near, sizeof(pc->near));
+        mca_btl_devmem_gpu_nic_paths(itfs, dev_state.n, paths, pc->near, sizeof(pc->near));
     }
     for (int cls = DEVMEM_PATH_SWITCH; cls <= DEVMEM_PATH_UNKNOWN; cls++) {
-        for (int i = 0; i < c->num_modules; i++) {
+        for (p = dev_state.first, i = 0; NULL != p; p = p->next, i++) {
             if (paths[i] == (enum devmem_path) cls) {
-                path_try(pc, c->modules[i], cls, refused[i]);
+                path_try(pc, p, cls, refused[i]);
             }
         }
     }
 }
 
-int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept)
+/* Every device path released, the kernel closed; the list of parts stays. */
+static void dev_undo(void)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-    struct path_choice pc = {.best = DEVMEM_PATH_UNKNOWN};
-    enum devmem_path *paths;
-    struct devmem_err e;
-    bool *refused;
-
-    memset(&dev_state, 0, sizeof(dev_state));
-    dev_state.on_accept = on_accept;
-    if (0 != parse_mode(c->mode, &dev_state.mode)) {
-        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_mode", c->mode,
-                                       "auto, require or off");
-        return OPAL_ERR_BAD_PARAM;
-    }
-    if (0 != devmem_kernel_kind_parse(c->kernel, &pc.kind, &e)) {
-        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
-                                       "real or emulated");
-        return OPAL_ERR_BAD_PARAM;
-    }
-    for (int i = 0; i < c->num_modules; i++) {
-        snprintf(c->modules[i]->dev_reason, sizeof(c->modules[i]->dev_reason),
-                 "btl_devmem_mode is off");
-    }
-    if (MCA_BTL_DEVMEM_MODE_OFF == dev_state.mode) {
-        DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
-        return OPAL_SUCCESS;
-    }
-    paths = calloc((size_t) c->num_modules + 1, sizeof(*paths));
-    refused = calloc((size_t) c->num_modules + 1, sizeof(*refused)); /* by the NIC's verdict */
-    if (NULL == paths || NULL == refused) {
-        free(paths);
-        free(refused);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    pc.opened = open_kernel(pc.kind, &e);
-    pc.e = &e;
-    dev_state.enabled = true;
-    choose_paths(&pc, paths, refused);
-    free(paths);
-    free(refused);
-    /* require: every interface that was a candidate; farther ones were not */
-    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && pc.on + pc.far < c->num_modules) {
-        mca_btl_devmem_show_help_local("devmem required", devmem_kernel_kind_name(pc.kind),
-                                       pc.reasons);
-        mca_btl_devmem_dev_fini();
-        return OPAL_ERR_NOT_AVAILABLE;
-    }
-    if (0 == pc.on) {
-        mca_btl_devmem_dev_fini();
-    } else if (dev_state.via_helper) {
-        mca_btl_devmem_dev_watch_helper();
-    }
-    return OPAL_SUCCESS;
-}
-
-void mca_btl_devmem_dev_fini(void)
-{
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
-    for (int i = 0; i < c->num_modules; i++) {
-        if (NULL != c->modules[i]->dev) {
-            dev_release(c->modules[i]->dev);
-            c->modules[i]->dev = NULL;
+    for (struct mca_btl_devmem_devpath *p = dev_state.first; NULL != p; p = p->next) {
+        if (NULL != p->dev) {
+            dev_release(p->dev);
+            p->dev = NULL;
         }
     }
     if (dev_state.batch_ready) {
@@ -919,17 +864,93 @@ void mca_btl_devmem_dev_fini(void)
     }
 }
 
-int mca_btl_devmem_dev_bind_tx(mca_btl_devmem_module_t *m, struct devmem_region *region,
-                               uint32_t *id, struct devmem_err *err)
+int mca_btl_devmem_dev_init(struct mca_btl_devmem_devpath *first,
+                            mca_btl_devmem_dev_accept_fn on_accept)
 {
-    struct devmem_bind_req req = {m->itf.ifindex, NULL, 0, region};
+    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
+    struct path_choice pc = {.best = DEVMEM_PATH_UNKNOWN};
+    const struct mca_btl_devmem_if **itfs;
+    enum devmem_path *paths;
+    struct devmem_err e;
+    bool *refused;
+
+    memset(&dev_state, 0, sizeof(dev_state));
+    dev_state.on_accept = on_accept;
+    dev_state.first = first;
+    for (struct mca_btl_devmem_devpath *p = first; NULL != p; p = p->next) {
+        p->dev = NULL;
+        snprintf(p->reason, sizeof(p->reason), "btl_devmem_mode is off");
+        dev_state.n++;
+    }
+    if (0 != parse_mode(c->mode, &dev_state.mode)) {
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_mode", c->mode,
+                                       "auto, require or off");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (0 != devmem_kernel_kind_parse(c->kernel, &pc.kind, &e)) {
+        mca_btl_devmem_show_help_local("bad devmem param", "btl_devmem_kernel", c->kernel,
+                                       "real or emulated");
+        return OPAL_ERR_BAD_PARAM;
+    }
+    if (MCA_BTL_DEVMEM_MODE_OFF == dev_state.mode) {
+        DEVMEM_VERBOSE(1, "device path off (btl_devmem_mode off): host TCP on every interface");
+        return OPAL_SUCCESS;
+    }
+    paths = calloc((size_t) dev_state.n + 1, sizeof(*paths));
+    refused = calloc((size_t) dev_state.n + 1, sizeof(*refused)); /* by the NIC's verdict */
+    itfs = calloc((size_t) dev_state.n + 1, sizeof(*itfs));
+    if (NULL == paths || NULL == refused || NULL == itfs) {
+        free(paths);
+        free(refused);
+        free(itfs);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    pc.opened = open_kernel(pc.kind, &e);
+    pc.e = &e;
+    dev_state.enabled = true;
+    choose_paths(&pc, paths, refused, itfs);
+    free(paths);
+    free(refused);
+    free(itfs);
+    /* require: every interface that was a candidate; farther ones were not */
+    if (MCA_BTL_DEVMEM_MODE_REQUIRE == dev_state.mode && pc.on + pc.far < dev_state.n) {
+        mca_btl_devmem_show_help_local("devmem required", devmem_kernel_kind_name(pc.kind),
+                                       pc.reasons);
+        dev_undo();
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    if (0 == pc.on) {
+        dev_undo(); /* the parts keep their reasons for mca_btl_devmem_dev_paths */
+    } else if (dev_state.via_helper) {
+        mca_btl_devmem_dev_watch_helper();
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_devmem_dev_fini(void)
+{
+    dev_undo();
+    dev_state.first = NULL;
+    dev_state.n = 0;
+}
+
+struct mca_btl_devmem_devpath *mca_btl_devmem_dev_first(void)
+{
+    return dev_state.first;
+}
+
+int mca_btl_devmem_dev_bind_tx(const struct mca_btl_devmem_if *itf,
+                               struct devmem_region *region, uint32_t *id,
+                               struct devmem_err *err)
+{
+    struct devmem_bind_req req = {itf->ifindex, NULL, 0, region};
 
     if (NULL == dev_state.k) {
         return devmem_err_set(err, ENODEV, "no device path");
     }
     /* the emulated kernel's TX needs no privilege, and host-memory views have no fd to pass */
     if (dev_state.via_helper && DEVMEM_KERNEL_REAL == dev_state.k->kind) {
-        return mca_btl_devmem_helper_bind_tx(m->itf.name, region, id, err);
+        return mca_btl_devmem_helper_bind_tx(itf->name, region, id, err);
     }
     return dev_state.k->ops->bind_tx(dev_state.k, &req, id, err);
 }

@@ -7,11 +7,16 @@
  *
  * A module without a device path (dev == NULL) is a plain TCP module; peers then never
  * learn a device-flow port from it and send it nothing but host-path fragments.
+ *
+ * A module holds this layer's part of it (struct mca_btl_devmem_devpath) and hands the
+ * parts over at init; the layer knows no module.
  */
 #ifndef MCA_BTL_DEVMEM_DEV_H
 #define MCA_BTL_DEVMEM_DEV_H
 
 #include "base/btl_devmem.h"
+#include "sockets/btl_devmem_if.h"
+#include "sockets/btl_devmem_sock.h"
 
 #include "devmem/kernel.h"
 
@@ -25,7 +30,8 @@ enum mca_btl_devmem_mode {
 
 /* One module's device path. */
 struct mca_btl_devmem_dev {
-    mca_btl_devmem_module_t *module;
+    const struct mca_btl_devmem_if *itf; /* the module's interface */
+    uint16_t prev_port;         /* the part's prev_port: the listen port to take again */
     struct devmem_region pool;  /* where received payload lands */
     uint32_t rx_id;             /* its RX binding */
     unsigned int rx_queue;      /* the first bound RX queue */
@@ -51,6 +57,17 @@ struct mca_btl_devmem_dev {
     struct mca_btl_devmem_listener listener;
 };
 
+/* This layer's part of a module: its interface, and its device path or why it has none.
+ * The parts of all modules are a list (next), handed to mca_btl_devmem_dev_init. */
+struct mca_btl_devmem_devpath {
+    const struct mca_btl_devmem_if *itf; /* the module's interface */
+    uint16_t prev_port;             /* an earlier life's device-flow port to take again, 0: any
+                                     * (btl_devmem_component.c, prev_record_read) */
+    struct mca_btl_devmem_dev *dev; /* NULL: host path only */
+    char reason[320];               /* why dev is NULL, or why its binding is lost */
+    struct mca_btl_devmem_devpath *next;
+};
+
 /* What becomes of a connection accepted on a module's device-flow listen socket: the device
  * flows' (a layer above, doc/design.md, Layers), handed in at init. */
 typedef void (*mca_btl_devmem_dev_accept_fn)(struct mca_btl_devmem_dev *dev, int sd,
@@ -59,12 +76,17 @@ typedef void (*mca_btl_devmem_dev_accept_fn)(struct mca_btl_devmem_dev *dev, int
 
 /*
  * After the modules exist and before the modex is published: read btl_devmem_mode and
- * btl_devmem_kernel, and give each module a device path where it works. auto: a module
- * where it does not stays on the host path, with the reason at verbosity 1; require: any
- * such module makes this fail with the reasons shown to the user. Connections accepted on
- * a device-flow listen socket go to on_accept. OPAL_SUCCESS or an error.
+ * btl_devmem_kernel, and give each module's part (the list from first, kept until
+ * mca_btl_devmem_dev_fini) a device path where it works. auto: a module where it does not
+ * stays on the host path, with the reason at verbosity 1; require: any such module makes
+ * this fail with the reasons shown to the user. Connections accepted on a device-flow
+ * listen socket go to on_accept. OPAL_SUCCESS or an error.
  */
-int mca_btl_devmem_dev_init(mca_btl_devmem_dev_accept_fn on_accept);
+int mca_btl_devmem_dev_init(struct mca_btl_devmem_devpath *first,
+                            mca_btl_devmem_dev_accept_fn on_accept);
+
+/* The list handed to mca_btl_devmem_dev_init (for btl_devmem_dev_watch.c). */
+struct mca_btl_devmem_devpath *mca_btl_devmem_dev_first(void);
 
 /* Each module's device path into text, one line each: "NAME on: kernel, pool, binding" or
  * "NAME off: why" (for btl_devmem_device_paths). */
@@ -87,7 +109,7 @@ void mca_btl_devmem_dev_suspect(struct mca_btl_devmem_dev *dev);
 extern int mca_btl_devmem_dev_suspects;
 
 /* Look at the suspects now. Returns how many bindings were found gone this time (their
- * reasons in each module's dev_reason; the first in why). */
+ * reasons in each part's reason; the first in why). */
 int mca_btl_devmem_dev_watch(char *why, size_t len);
 
 /* btl_devmem_testing unbind_after: undo this rank's RX bindings once that many bytes landed
@@ -104,8 +126,8 @@ bool mca_btl_devmem_dev_helper_gone(void);
 /* Whether bindings and steering go through devmem-helperd. */
 bool mca_btl_devmem_dev_via_helper(void);
 
-/* Undo every module's device path. Call after every device flow is closed (their tokens
- * point into the pools). */
+/* Undo every module's device path and forget the list. Call after every device flow is
+ * closed (their tokens point into the pools), before the modules go. */
 void mca_btl_devmem_dev_fini(void);
 
 /* The kernel interface in use; NULL when no module has a device path. */
@@ -132,10 +154,11 @@ struct devmem_region *mca_btl_devmem_dev_pool(uint32_t id);
 
 const char *mca_btl_devmem_mode_name(enum mca_btl_devmem_mode mode);
 
-/* A TX binding of region on module m's interface: from the kernel, or from devmem-helperd
- * when it makes this process's bindings; and its undoing. 0 or -errno with err. */
-int mca_btl_devmem_dev_bind_tx(mca_btl_devmem_module_t *m, struct devmem_region *region,
-                               uint32_t *id, struct devmem_err *err);
+/* A TX binding of region on interface itf: from the kernel, or from devmem-helperd when it
+ * makes this process's bindings; and its undoing. 0 or -errno with err. */
+int mca_btl_devmem_dev_bind_tx(const struct mca_btl_devmem_if *itf,
+                               struct devmem_region *region, uint32_t *id,
+                               struct devmem_err *err);
 void mca_btl_devmem_dev_unbind_tx(uint32_t id);
 
 END_C_DECLS

@@ -41,28 +41,26 @@ void mca_btl_devmem_dev_suspect(struct mca_btl_devmem_dev *dev)
 }
 
 /* A binding found gone: the module's device path is off from now on. */
-static void binding_lost(mca_btl_devmem_module_t *m, const char *cause)
+static void binding_lost(struct mca_btl_devmem_devpath *p, const char *cause)
 {
-    struct mca_btl_devmem_dev *d = m->dev;
+    struct mca_btl_devmem_dev *d = p->dev;
 
     __atomic_store_n(&d->lost, true, __ATOMIC_RELEASE);
-    snprintf(m->dev_reason, sizeof(m->dev_reason), "RX binding %u is gone (%s)", d->rx_id, cause);
+    snprintf(p->reason, sizeof(p->reason), "RX binding %u is gone (%s)", d->rx_id, cause);
     mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.bindings_lost, 1);
     DEVMEM_VERBOSE(1, "device path off on %s: %s; what arrives is delivered from host memory, "
-                   "and no new device-flow lane comes to %s", m->itf.name, m->dev_reason,
-                   m->itf.name);
+                   "and no new device-flow lane comes to %s", p->itf->name, p->reason,
+                   p->itf->name);
 }
 
 int mca_btl_devmem_dev_watch(char *why, size_t len)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     uint64_t now = mca_btl_devmem_now_ns();
     int gone = 0;
 
-    for (int i = 0; i < c->num_modules; i++) {
-        mca_btl_devmem_module_t *m = c->modules[i];
-        struct mca_btl_devmem_dev *d = m->dev;
+    for (struct mca_btl_devmem_devpath *p = mca_btl_devmem_dev_first(); NULL != p; p = p->next) {
+        struct mca_btl_devmem_dev *d = p->dev;
         struct devmem_err e;
         int rc;
 
@@ -73,9 +71,9 @@ int mca_btl_devmem_dev_watch(char *why, size_t len)
         d->asked_ns = now;
         rc = DEV_BOUND != d->unbound
                  ? 0
-                 : k->ops->bound(k, m->itf.ifindex, d->rx_id, &e);
+                 : k->ops->bound(k, p->itf->ifindex, d->rx_id, &e);
         if (0 == rc && !d->lost) {
-            binding_lost(m, DEV_UNBOUND_TESTING == d->unbound
+            binding_lost(p, DEV_UNBOUND_TESTING == d->unbound
                                 ? "undone by btl_devmem_testing unbind_after, as when the "
                                   "netlink socket that made it closes"
                             : helper.gone
@@ -88,11 +86,11 @@ int mca_btl_devmem_dev_watch(char *why, size_t len)
                                 : "the kernel no longer lists it on any RX queue: the device "
                                   "went away");
             if (0 == gone++) {
-                snprintf(why, len, "%s: %s", m->itf.name, m->dev_reason);
+                snprintf(why, len, "%s: %s", p->itf->name, p->reason);
             }
         } else if (rc < 0) {
             DEVMEM_VERBOSE(5, "device path on %s: cannot ask after RX binding %u: %s",
-                           m->itf.name, d->rx_id, e.msg);
+                           p->itf->name, d->rx_id, e.msg);
         }
         __atomic_store_n(&d->suspect, 0, __ATOMIC_RELAXED);
         (void) __atomic_fetch_sub(&mca_btl_devmem_dev_suspects, 1, __ATOMIC_RELAXED);
@@ -106,7 +104,6 @@ int mca_btl_devmem_dev_watch(char *why, size_t len)
  * closed. The emulated kernel does the same here; the watch then finds each one gone. */
 static void helper_closed(int fd, short flags, void *arg)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     char byte;
     ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -121,8 +118,9 @@ static void helper_closed(int fd, short flags, void *arg)
                    "this rank are gone", 0 == n ? "it was stopped or restarted" : strerror(errno));
     /* the connection itself stays until finalize: another thread may be in a request on it,
      * which now fails like any request to a helper that is gone */
-    for (int i = 0; i < c->num_modules; i++) {
-        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+    for (const struct mca_btl_devmem_devpath *p = mca_btl_devmem_dev_first();
+         NULL != p; p = p->next) {
+        struct mca_btl_devmem_dev *d = p->dev;
 
         if (NULL == d) {
             continue;
@@ -155,11 +153,11 @@ void mca_btl_devmem_dev_watch_helper(void)
  * leaves them to be read as devmem of the lost binding, as on a busy NIC. */
 static bool emulated_bytes_queued(struct devmem_kernel *k)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     size_t queued = 0;
 
-    for (int i = 0; i < c->num_modules && 0 == queued; i++) {
-        const struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+    for (const struct mca_btl_devmem_devpath *p = mca_btl_devmem_dev_first();
+         NULL != p && 0 == queued; p = p->next) {
+        const struct mca_btl_devmem_dev *d = p->dev;
 
         if (NULL != d && DEV_BOUND == d->unbound && 0 == d->helper_id) { /* those undone below */
             queued = k->emulated->queued(k, d->rx_id);
@@ -183,8 +181,9 @@ void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
         return;
     }
     done = true;
-    for (int i = 0; i < c->num_modules; i++) {
-        struct mca_btl_devmem_dev *d = c->modules[i]->dev;
+    for (const struct mca_btl_devmem_devpath *p = mca_btl_devmem_dev_first();
+         NULL != p; p = p->next) {
+        struct mca_btl_devmem_dev *d = p->dev;
         struct devmem_err e;
 
         if (NULL == d || DEV_BOUND != d->unbound || 0 != d->helper_id) {
@@ -193,11 +192,11 @@ void mca_btl_devmem_dev_testing_unbind(uint64_t landed)
         if (0 == k->ops->unbind(k, d->rx_id, &e)) {
             d->unbound = DEV_UNBOUND_TESTING;
             opal_output(0, "btl:devmem: testing: RX binding %u on %s undone after %llu bytes "
-                        "(btl_devmem_testing unbind_after)", d->rx_id, c->modules[i]->itf.name,
+                        "(btl_devmem_testing unbind_after)", d->rx_id, p->itf->name,
                         (unsigned long long) landed);
         } else {
             opal_output(0, "btl:devmem: testing: cannot undo RX binding %u on %s: %s",
-                        d->rx_id, c->modules[i]->itf.name, e.msg);
+                        d->rx_id, p->itf->name, e.msg);
         }
     }
     if (NULL != k->emul) { /* the TX bindings went with the same netlink socket */

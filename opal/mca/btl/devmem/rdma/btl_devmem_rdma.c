@@ -198,7 +198,7 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
         mca_btl_devmem_endpoint_pending_add(ep, get);
         if (host_stays) {
             mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.host_gets_control, 1);
-        } else if (NULL != ep->module->dev) {
+        } else if (NULL != ep->module->devpath.dev) {
             mca_btl_devmem_stats_add(&mca_btl_devmem_component.stats.fallbacks, 1);
         }
     }

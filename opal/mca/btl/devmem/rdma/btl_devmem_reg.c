@@ -105,9 +105,7 @@ int mca_btl_devmem_mem_copy(void *dst, const void *src, size_t len, int ordinal,
 
 static void txmem_free(struct mca_btl_devmem_txmem *t)
 {
-    mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
-
-    for (int i = 0; i < c->num_modules; i++) {
+    for (int i = 0; i < mca_btl_devmem_num_modules; i++) {
         mca_btl_devmem_dev_unbind_tx(t->tx_id[i]);
     }
     devmem_region_release(&t->region);
@@ -153,7 +151,7 @@ static struct mca_btl_devmem_txmem *txmem_new(uint64_t base, size_t size, uint64
     const struct devmem_provider *p = ordinal >= 0 ? &devmem_provider_cuda
                                                    : &devmem_provider_host;
     struct mca_btl_devmem_txmem *t = calloc(1, sizeof(*t));
-    int n = mca_btl_devmem_component.num_modules;
+    int n = mca_btl_devmem_num_modules;
     struct devmem_err e;
 
     if (NULL == t || NULL == (t->tx_id = calloc((size_t) n + 1, sizeof(*t->tx_id)))
@@ -290,10 +288,10 @@ uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
         id = 0;
     } else if (0 != t->tx_id[i]) {
         id = t->tx_id[i];
-    } else if (NULL == k || NULL == m->dev) {
+    } else if (NULL == k || NULL == m->devpath.dev) {
         t->tx_failed[i] = true;
         id = 0;
-    } else if (0 != mca_btl_devmem_dev_bind_tx(m, &t->region, &t->tx_id[i], &e)) {
+    } else if (0 != mca_btl_devmem_dev_bind_tx(&m->itf, &t->region, &t->tx_id[i], &e)) {
         t->tx_id[i] = 0;
         t->tx_failed[i] = true;
         id = 0;

@@ -18,6 +18,7 @@
 #define MCA_BTL_DEVMEM_REG_H
 
 #include "base/btl_devmem.h"
+#include "connections/btl_devmem_module.h"
 
 #include "devmem/dmabuf.h"
 

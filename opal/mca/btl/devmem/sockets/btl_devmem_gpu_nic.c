@@ -76,7 +76,8 @@ static int near_device(char *busid, size_t idlen, char *near, size_t len)
     return 0;
 }
 
-void mca_btl_devmem_gpu_nic_paths(enum devmem_path *paths, char *near, size_t len)
+void mca_btl_devmem_gpu_nic_paths(const struct mca_btl_devmem_if *const *itfs, int n,
+                                  enum devmem_path *paths, char *near, size_t len)
 {
     mca_btl_devmem_component_t *c = &mca_btl_devmem_component;
     const char *xml = NULL != c->topology && '\0' != c->topology[0] ? c->topology : NULL;
@@ -86,13 +87,13 @@ void mca_btl_devmem_gpu_nic_paths(enum devmem_path *paths, char *near, size_t le
     char busid[32];
 
     near[0] = '\0';
-    for (int i = 0; i < c->num_modules; i++) {
+    for (int i = 0; i < n; i++) {
         paths[i] = DEVMEM_PATH_UNKNOWN;
     }
     /* one NIC (however many links) leaves nothing to choose; loopback serves only the
      * peers on this host, which no NIC does, so it is never a choice */
-    for (int i = 0, first = -1; i < c->num_modules && !several; i++) {
-        const struct mca_btl_devmem_if *itf = &c->modules[i]->itf;
+    for (int i = 0, first = -1; i < n && !several; i++) {
+        const struct mca_btl_devmem_if *itf = itfs[i];
 
         if (itf->loopback) {
             continue;
@@ -111,17 +112,17 @@ void mca_btl_devmem_gpu_nic_paths(enum devmem_path *paths, char *near, size_t le
         near[0] = '\0';
         return;
     }
-    for (int i = 0; i < c->num_modules; i++) {
-        if (0 != devmem_topo_path(topo, busid, c->modules[i]->itf.name, &paths[i], &e)) {
+    for (int i = 0; i < n; i++) {
+        if (0 != devmem_topo_path(topo, busid, itfs[i]->name, &paths[i], &e)) {
             opal_output(0, "btl:devmem: NIC locality unknown, every interface may carry the "
                         "device path: %s", e.msg);
             near[0] = '\0';
-            for (int j = 0; j < c->num_modules; j++) {
+            for (int j = 0; j < n; j++) {
                 paths[j] = DEVMEM_PATH_UNKNOWN;
             }
             break;
         }
-        DEVMEM_VERBOSE(10, "%s is %s from %s", c->modules[i]->itf.name,
+        DEVMEM_VERBOSE(10, "%s is %s from %s", itfs[i]->name,
                        devmem_path_name(paths[i]), near);
     }
     devmem_topo_close(topo);

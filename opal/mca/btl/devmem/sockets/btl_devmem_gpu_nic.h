@@ -14,6 +14,7 @@
 #define MCA_BTL_DEVMEM_GPU_NIC_H
 
 #include "base/btl_devmem.h"
+#include "sockets/btl_devmem_if.h"
 
 #include "devmem/locality.h"
 
@@ -23,11 +24,12 @@ BEGIN_C_DECLS
  * or a bad btl_devmem_gpu, which is said at verbosity 1). Loads the CUDA driver. */
 int mca_btl_devmem_gpu(void);
 
-/* The path from the device to be near to each module's interface (paths has one entry per
- * module). All DEVMEM_PATH_UNKNOWN when there is one module, nothing to be near, or no
- * topology; the reason then goes out at verbosity 1. near names what was used ("GPU 0
- * (0000:3b:00.0)") or is empty. */
-void mca_btl_devmem_gpu_nic_paths(enum devmem_path *paths, char *near, size_t len);
+/* The path from the device to be near to each of n interfaces (paths[i] for itfs[i]). All
+ * DEVMEM_PATH_UNKNOWN when they are on one NIC, nothing is to be near, or no topology; the
+ * reason then goes out at verbosity 1. near names what was used ("GPU 0 (0000:3b:00.0)") or
+ * is empty. */
+void mca_btl_devmem_gpu_nic_paths(const struct mca_btl_devmem_if *const *itfs, int n,
+                                  enum devmem_path *paths, char *near, size_t len);
 
 END_C_DECLS
 

@@ -8,6 +8,7 @@
 #define MCA_BTL_DEVMEM_HELPER_H
 
 #include "base/btl_devmem.h"
+#include "sockets/btl_devmem_if.h"
 
 #include "devmem/helper_client.h"
 #include "devmem/kernel.h"

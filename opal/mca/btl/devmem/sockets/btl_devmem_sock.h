@@ -9,10 +9,34 @@
 #define MCA_BTL_DEVMEM_SOCK_H
 
 #include "base/btl_devmem.h"
+#include "sockets/btl_devmem_if.h"
+#include "sockets/btl_devmem_pollset.h"
 
 #include <sys/resource.h>
 
 BEGIN_C_DECLS
+
+/* An accepted connection: non-blocking, close-on-exec, from addr:port (host order). It is
+ * the callee's to keep or close. */
+typedef void (*mca_btl_devmem_accepted_fn)(void *arg, int sd,
+                                           const struct mca_btl_devmem_ip *addr, uint16_t port);
+
+/* A listen socket (control connections or device flows) and the state of accepting on it
+ * (btl_devmem_sock.c): accepts pause while the process has no descriptor to take a
+ * connection with, and the connections it gave that are still held (no hello, no claim yet)
+ * are capped. */
+struct mca_btl_devmem_listener {
+    int fd;                        /* -1: none */
+    uint16_t port;                 /* host byte order */
+    mca_btl_devmem_polled_t watch;
+    char where[48];                /* names it in messages */
+    mca_btl_devmem_accepted_fn cb;
+    void *arg;
+    opal_event_t resume;           /* ends a pause */
+    bool paused;
+    unsigned int pause_ms;         /* the next pause: doubles while accepts keep failing */
+    unsigned int held;             /* its connections held now */
+};
 
 /* A non-blocking TCP socket of the interface's family, bound to its address and `port` (host
  * order; 0: any), IPv6 only for an IPv6 address. Returns it, or -errno. */
