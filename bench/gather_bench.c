@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "copy.h"
+#include "copier.h"
 #include "cudrv.h"
 
 #define POOL ((size_t) 256 << 20)

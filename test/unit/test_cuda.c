@@ -3,7 +3,7 @@
  * The CUDA driver at run time and the copier.
  *
  * Everywhere: a process that never loaded CUDA sees every pointer as host memory, and a
- * missing driver is reported with a reason (the copier's host side: test_copy.c). With an NVIDIA GPU (exit 77 without one, after the checks above): pointer
+ * missing driver is reported with a reason (the copier's host side: test_copier.c). With an NVIDIA GPU (exit 77 without one, after the checks above): pointer
  * queries (device, offset into it, host, a freed and reused range), copies in every
  * direction, dmabuf export, and the gather kernel against a CPU reference on scattered
  * aligned and unaligned pieces, mixed with host-to-device and device-to-host pieces, and
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "copy.h"
+#include "copier.h"
 #include "cudrv.h"
 
 #include "check.h"

@@ -25,7 +25,7 @@
 
 #include "devflow/btl_devmem_devflow_int.h"
 
-#include "devmem/copy.h"
+#include "devmem/copier.h"
 
 /* A receive in the open batch: its ticket comes when the batch is launched. */
 #define TICKET_OPEN UINT64_MAX

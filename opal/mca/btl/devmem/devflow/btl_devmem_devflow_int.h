@@ -20,7 +20,7 @@
 
 #include <time.h>
 
-#include "devmem/copy.h"
+#include "devmem/copier.h"
 #include "devmem/rx.h"
 #include "devmem/tx.h"
 

@@ -19,8 +19,8 @@
  *
  * Free of Open MPI types; functions return 0 or -errno with err filled.
  */
-#ifndef DEVMEM_COPY_H
-#define DEVMEM_COPY_H
+#ifndef DEVMEM_COPIER_H
+#define DEVMEM_COPIER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -105,4 +105,4 @@ int devmem_copier_test(struct devmem_copier *c, uint64_t ticket, struct devmem_e
 /* Block until ticket is done: 0, or -errno as test. */
 int devmem_copier_wait(struct devmem_copier *c, uint64_t ticket, struct devmem_err *err);
 
-#endif /* DEVMEM_COPY_H */
+#endif /* DEVMEM_COPIER_H */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The copier (see copy.h).
+ * The copier (see copier.h).
  */
 #include "build_config.h"
 
-#include "copy.h"
+#include "copier.h"
 
 #include <errno.h>
 #include <stdlib.h>

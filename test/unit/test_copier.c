@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "copy.h"
+#include "copier.h"
 
 #include "check.h"
 
