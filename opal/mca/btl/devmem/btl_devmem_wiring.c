@@ -12,11 +12,6 @@
 
 /* The endpoint's hooks (btl_devmem_endpoint.h): what the layers above it do with its
  * connections. */
-static void ep_connected(mca_btl_devmem_endpoint_t *ep)
-{
-    (void) ep; /* lanes open when the peer asks for them (btl_devmem_devflow_lanes.c) */
-}
-
 static void ep_closing(mca_btl_devmem_endpoint_t *ep, bool orderly)
 {
     mca_btl_devmem_devflow_close(ep, orderly);
@@ -70,7 +65,6 @@ static bool ep_is_device(const void *addr)
 }
 
 static const struct mca_btl_devmem_endpoint_hooks ep_hooks = {
-    .connected = ep_connected,
     .closing = ep_closing,
     .detached = ep_detached,
     .destructing = ep_destructing,
@@ -91,7 +85,7 @@ static const struct mca_btl_devmem_endpoint_hooks ep_hooks = {
 static const struct mca_btl_devmem_rdma_lanes rdma_lanes = {
     .prepare = mca_btl_devmem_devflow_stripe_prepare,
     .host_stays = mca_btl_devmem_devflow_host_stays,
-    .take = mca_btl_devmem_devflow_get,
+    .take = mca_btl_devmem_devflow_place_get,
     .release = mca_btl_devmem_devflow_stripe_release,
     .park = mca_btl_devmem_devflow_park,
     .ask = mca_btl_devmem_devflow_ask,

@@ -324,7 +324,6 @@ static int start_connected(mca_btl_devmem_endpoint_t *ep, uint32_t peer_frag_lim
         mca_btl_devmem_endpoint_fail(ep, "cannot start the connection", -rc);
         return rc;
     }
-    mca_btl_devmem_endpoint_hooks.connected(ep);
     return 0;
 }
 

@@ -139,8 +139,7 @@ void mca_btl_devmem_endpoint_shutdown(mca_btl_devmem_endpoint_t *ep);
  * exists, so that neither the endpoint nor the connection manager calls up (doc/design.md,
  * Layers). Frames of the endpoint's own (SEND, PUT, FIN) it handles itself. */
 struct mca_btl_devmem_endpoint_hooks {
-    /* a connection: handshake done; failed or shut down; socket dropped; object gone */
-    void (*connected)(mca_btl_devmem_endpoint_t *ep);
+    /* a connection: failed or shut down; socket dropped; object gone */
     void (*closing)(mca_btl_devmem_endpoint_t *ep, bool orderly);
     void (*detached)(mca_btl_devmem_endpoint_t *ep);
     void (*destructing)(mca_btl_devmem_endpoint_t *ep);

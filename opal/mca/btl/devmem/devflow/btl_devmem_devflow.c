@@ -226,7 +226,7 @@ struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint
         if (NULL == (set = calloc(1, sizeof(*set)))) {
             return NULL;
         }
-        /* published whole: btl_get looks at it from other threads (devflow_get) */
+        /* published whole: btl_get looks at it from other threads (devflow_place_get) */
         __atomic_store_n(&dp->devflows, set, __ATOMIC_RELEASE);
     }
     if (NULL == (df = set->lane[lane]) && NULL != (df = calloc(1, sizeof(*df)))) {
@@ -240,7 +240,7 @@ struct mca_btl_devmem_devflow *mca_btl_devmem_devflow_of(mca_btl_devmem_endpoint
         OBJ_CONSTRUCT(&df->tx_wait, opal_list_t);
         OBJ_CONSTRUCT(&df->gets, opal_list_t);
         opal_event_evtimer_set(opal_sync_event_base, &df->timer, devflow_timeout, df);
-        OPAL_THREAD_LOCK(&ep->lock); /* devflow_get walks the lanes under it */
+        OPAL_THREAD_LOCK(&ep->lock); /* devflow_place_get walks the lanes under it */
         __atomic_store_n(&set->lane[lane], df, __ATOMIC_RELEASE);
         OPAL_THREAD_UNLOCK(&ep->lock);
     }

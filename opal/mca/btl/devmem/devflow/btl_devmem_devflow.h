@@ -63,7 +63,7 @@ void mca_btl_devmem_devflow_stripe_release(struct mca_btl_devmem_stripe *stripe)
 
 /* Whether get (a get fragment, hdr.size set) belongs on the control connection whatever the
  * lanes: a destination in host memory while ep's RX pool is device memory, which would cost
- * a device-to-host copy per packet. Asked before devflow_get, which does not ask again. */
+ * a device-to-host copy per packet. Asked before devflow_place_get, which does not ask again. */
 bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
                                        const mca_btl_devmem_frag_t *get);
 
@@ -71,8 +71,9 @@ bool mca_btl_devmem_devflow_host_stays(const mca_btl_devmem_endpoint_t *ep,
  * stripe_prepare) is placed: take get (a get fragment, hdr.size set) onto ep's open lanes if it
  * can go there, whole or in chunks, and make req ask for it (flag, lane, and one request
  * per chunk). false: use the control path, req untouched. */
-bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
-                                mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe);
+bool mca_btl_devmem_devflow_place_get(mca_btl_devmem_endpoint_t *ep,
+                                      mca_btl_devmem_frag_t *get, mca_btl_devmem_frag_t *req,
+                                      struct mca_btl_devmem_stripe *stripe);
 
 /* The peer asks for h->size bytes at h->addr on our device-flow lane h->tag to it. 0, or
  * -1 when ep failed (also when we have no such lane to that peer: a protocol error). */

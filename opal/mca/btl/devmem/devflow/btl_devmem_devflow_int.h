@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What the three device-flow files share (not for the rest of the component):
+ * What the device-flow files share (not for the rest of the component):
  *   btl_devmem_devflow.c     naming: connections held until a control connection claims
  *                            them, adoption, closing
+ *   btl_devmem_devflow_lanes.c  lanes on demand: asking the peer for lanes, retiring them
+ *   btl_devmem_devflow_stripe.c which lane a get is asked on, whole or in chunks
  *   btl_devmem_devflow_tx.c  the sending side: connecting, answering gets (devmem TX or
  *                            plain writes), zerocopy completions
  *   btl_devmem_devflow_rx.c  the receiving side: gets in stream order, devmem receives
  *   btl_devmem_devflow_gather.c  the receiving side's batched, pipelined gather into
  *                            destinations: tokens back and gets completed once a batch of
  *                            receives is in place
- * and for the layer above them that serves lanes from receiving threads
- * (btl_devmem_rxthread.c: rx_server, rx_step, the gather pipe).
+ * and the receiving threads built on them (btl_devmem_rxthread.c: rx_server, rx_step, the
+ * gather pipe).
  */
 #ifndef MCA_BTL_DEVMEM_DEVFLOW_INT_H
 #define MCA_BTL_DEVMEM_DEVFLOW_INT_H
@@ -243,7 +245,7 @@ void mca_btl_devmem_devflow_fd_count(int delta);
 unsigned long mca_btl_devmem_devflow_fd_budget(void);
 
 /* Who serves the receiving side of open lanes: the progress thread (its watch set) unless a
- * layer above registers a server (the receiving threads, btl_devmem_rxthread.c). take is
+ * server is registered (the receiving threads, btl_devmem_rxthread.c). take is
  * offered each lane as it opens: 0 when the server now serves it (it set df->pipe and
  * df->rx_server_data; both are written on the progress thread only), -errno to leave it to
  * the progress thread. give_back comes before a lane it took closes, on the progress thread:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Device flows, receiving side: which lane answers a get. A get goes whole to the least
+ * Device flows, asking side: which lane a get is asked on, so which lane answers it. A get goes whole to the least
  * loaded open lane, or, when it is at least two chunks long and several lanes are open, is
  * cut into chunks (btl_devmem_devflow_chunk), each asked on the lane then least loaded, so
  * that the chunks arrive on several connections (several softirq cores, several RX queues)
@@ -125,8 +125,9 @@ static void chunk_done(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *chu
     }
 }
 
-bool mca_btl_devmem_devflow_get(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
-                                mca_btl_devmem_frag_t *req, struct mca_btl_devmem_stripe *stripe)
+bool mca_btl_devmem_devflow_place_get(mca_btl_devmem_endpoint_t *ep,
+                                      mca_btl_devmem_frag_t *get, mca_btl_devmem_frag_t *req,
+                                      struct mca_btl_devmem_stripe *stripe)
 {
     struct mca_btl_devmem_devflow_peer *dp = mca_btl_devmem_devflow_peer(ep);
     struct mca_btl_devmem_devflows *set = __atomic_load_n(&dp->devflows, __ATOMIC_ACQUIRE);

@@ -318,7 +318,7 @@ static int tx_device(struct mca_btl_devmem_devflow *df, mca_btl_devmem_frag_t *f
     mca_btl_devmem_endpoint_t *ep = df->ep;
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct mca_btl_devmem_devflow_frag *d = mca_btl_devmem_devflow_frag(frag);
-    uint32_t id = mca_btl_devmem_txmem_binding(d->txmem, ep->module);
+    uint32_t id = mca_btl_devmem_txmem_bind(d->txmem, ep->module);
     struct devmem_err e;
 
     if (0 == id) { /* queued before another send found its binding gone */
@@ -470,7 +470,7 @@ int mca_btl_devmem_devflow_answer(mca_btl_devmem_endpoint_t *ep,
         return -1;
     }
     if (df->tx_zerocopy && NULL != (t = mca_btl_devmem_txmem_get(h->addr, h->size))
-        && 0 == mca_btl_devmem_txmem_binding(t, ep->module)) {
+        && 0 == mca_btl_devmem_txmem_bind(t, ep->module)) {
         mca_btl_devmem_txmem_put(t); /* no TX binding here: a plain (staged) answer */
         t = NULL;
     }

@@ -92,8 +92,8 @@ ssize_t devmem_tx_send_via(devmem_tx_sendmsg_fn send, void *ctx, const char *who
         }
         return devmem_err_set(err, e, "%s: devmem sendmsg (binding %u): %s%s", who, binding_id,
                               strerror(e),
-                              ENODEV == e ? " (route leaves through another device: "
-                                            "SO_BINDTODEVICE to the bound one)" : "");
+                              ENODEV == e ? " (the route to the peer leaves through another "
+                                            "device than the binding's)" : "");
     }
     return ret;
 }

@@ -29,8 +29,10 @@ struct devmem_tx_iov {
 /* Most iovs one devmem send takes (the kernel's UIO_MAXIOV is larger). */
 #define DEVMEM_TX_MAX_IOV 64
 
-/* Set SO_ZEROCOPY, and SO_BINDTODEVICE to ifname when ifname is not NULL or "".
- * Call before connect(): devmem TX needs the route to leave through the bound device. */
+/* Set SO_ZEROCOPY, and SO_BINDTODEVICE to ifname when ifname is not NULL or "" (before
+ * connect(), with CAP_NET_RAW): devmem TX needs the route to leave through the device the
+ * binding is on. Without ifname the route alone decides, and a send whose route leaves
+ * elsewhere fails with ENODEV. */
 int devmem_tx_socket_setup(int fd, const char *ifname, struct devmem_err *err);
 
 /* Fill msg for a devmem send: iovs[i].iov_base = offset (not a pointer), cbuf (at least

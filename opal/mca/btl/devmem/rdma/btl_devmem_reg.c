@@ -276,8 +276,7 @@ void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t)
     (void) pthread_mutex_unlock(&txmem_lock);
 }
 
-uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
-                                      mca_btl_devmem_module_t *m)
+uint32_t mca_btl_devmem_txmem_bind(struct mca_btl_devmem_txmem *t, mca_btl_devmem_module_t *m)
 {
     struct devmem_kernel *k = mca_btl_devmem_dev_kernel();
     struct devmem_err e;

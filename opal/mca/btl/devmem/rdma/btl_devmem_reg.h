@@ -86,10 +86,10 @@ int mca_btl_devmem_deregister_mem(struct mca_btl_base_module_t *btl,
 struct mca_btl_devmem_txmem *mca_btl_devmem_txmem_get(uint64_t addr, size_t len);
 void mca_btl_devmem_txmem_put(struct mca_btl_devmem_txmem *t);
 
-/* The TX binding of t on module m, made on first use; 0 when devmem TX cannot serve it
- * there (the reason is printed once, at verbosity 1), and the send must be staged. */
-uint32_t mca_btl_devmem_txmem_binding(struct mca_btl_devmem_txmem *t,
-                                      mca_btl_devmem_module_t *m);
+/* Bind t for devmem TX on module m's interface (the first call only; later ones return that
+ * binding): the binding's id; 0 when devmem TX cannot serve it there (the reason is printed
+ * once, at verbosity 1), and the send must be staged. */
+uint32_t mca_btl_devmem_txmem_bind(struct mca_btl_devmem_txmem *t, mca_btl_devmem_module_t *m);
 /* A devmem TX send from binding id of t on module m failed: the kernel no longer knows it
  * (gone: the netlink socket that made it closed, devmem-helperd restarted) or refuses it (a
  * binding still there is released with t). Gets from t on m are staged from now on; said once
