@@ -511,7 +511,7 @@ static int reap(struct mca_btl_devmem_gather_pipe *p, uint64_t until)
         int rc = ticket <= until ? devmem_copier_wait(&p->copier, ticket, &e)
                                  : devmem_copier_test(&p->copier, ticket, &e);
 
-        if (0 == rc && ticket > until) {
+        if (0 == rc && ticket > until) { /* test: 0 is not yet (wait's 0 is done) */
             break; /* still gathering, and so is every later one */
         }
         finish_batch(p, rc < 0 ? rc : 0, &e);

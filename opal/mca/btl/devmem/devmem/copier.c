@@ -344,7 +344,7 @@ int devmem_copier_submit(struct devmem_copier *c, uint64_t *ticket, struct devme
     if (0 == rc) {
         rc = submit_held(c, &e);
     }
-    devmem_copier_discard(c);
+    devmem_copier_discard(c); /* empties the queue: launched, or dropped on failure */
     *ticket = c->last_ticket == before ? 0 : c->last_ticket;
     if (0 != rc && NULL != err) {
         *err = e;

@@ -206,8 +206,8 @@ static int get_placed(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *req,
     return OPAL_SUCCESS;
 }
 
-static int get_ask(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
-                   mca_btl_devmem_frag_t *req, uint64_t remote_address, struct get_ask *ask);
+static int send_get_req(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
+                        mca_btl_devmem_frag_t *req, uint64_t remote_address, struct get_ask *ask);
 
 /*
  * A real get: ask the peer for the bytes; they come back as a GET_RESP fragment that the
@@ -257,13 +257,13 @@ int mca_btl_devmem_get(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_
     } else {
         g->dst_dev = mca_btl_devmem_mem_is_device(local_address, &g->ordinal);
     }
-    return get_ask(ep, get, req, remote_address, &ask);
+    return send_get_req(ep, get, req, remote_address, &ask);
 }
 
 /* Ask the peer for get with req (taken with lanes.prepare's inline space, in ask->stripe):
  * what btl_get returns. */
-static int get_ask(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
-                   mca_btl_devmem_frag_t *req, uint64_t remote_address, struct get_ask *ask)
+static int send_get_req(mca_btl_devmem_endpoint_t *ep, mca_btl_devmem_frag_t *get,
+                        mca_btl_devmem_frag_t *req, uint64_t remote_address, struct get_ask *ask)
 {
     int rc;
 
@@ -320,7 +320,7 @@ void mca_btl_devmem_rdma_unpark(mca_btl_devmem_endpoint_t *ep, opal_list_t *gets
             mca_btl_devmem_endpoint_complete(ep, get, OPAL_ERR_OUT_OF_RESOURCE);
             continue;
         }
-        (void) get_ask(ep, get, req, g->remote_address, &ask);
+        (void) send_get_req(ep, get, req, g->remote_address, &ask);
     }
 }
 
