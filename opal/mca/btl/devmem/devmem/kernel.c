@@ -217,6 +217,7 @@ void devmem_kernel_use_emulated(const struct devmem_emulated *e)
     (void) pthread_mutex_unlock(&emulated_lock);
 }
 
+#if defined(DEVMEM_EMUL_SUBDIR) || defined(DEVMEM_EMUL_DIR) /* an install has one to load */
 /* Loads the library at path; 0, or -errno with why in why. */
 static int emulated_load(const char *path, char *why, size_t len)
 {
@@ -237,6 +238,7 @@ static int emulated_load(const char *path, char *why, size_t len)
     emulated = e;
     return 0;
 }
+#endif
 
 /* The library where the install put it: beside the component (<libdir>/openmpi/ ->
  * <libdir>/btl_devmem/), which holds wherever the prefix was moved, else in the directory
