@@ -304,7 +304,7 @@ static int adopt(struct mca_btl_devmem_devflow *df, struct mca_btl_devmem_dev *d
     mca_btl_devmem_stats_max(&mca_btl_devmem_component.stats.devflow_lanes,
                              (uint64_t) open_lanes);
     DEVMEM_VERBOSE(10, "device flow %u from %s adopted on %s (RX binding %u)", df->lane,
-                   OPAL_NAME_PRINT(ep->peer->name), dev->itf->name, dev->rx_id);
+                   OPAL_NAME_PRINT(ep->peer->name), dev->part->itf->name, dev->rx_id);
     mca_btl_devmem_devflow_idle_watch();
     mca_btl_devmem_devflow_settle(ep, "a lane opened");
     return 0;
@@ -352,14 +352,14 @@ void mca_btl_devmem_devflow_accepted(struct mca_btl_devmem_dev *dev, int sd,
     if (!mca_btl_devmem_devflow_fd_spare()) {
         /* the claim that names it times out, and that lane falls back */
         DEVMEM_VERBOSE(10, "refused a device-flow connection on %s: the device flows hold "
-                       "their share of the descriptors", dev->itf->name);
+                       "their share of the descriptors", dev->part->itf->name);
         close(sd);
         return;
     }
     /* held unread (peeked at for its closing only): its bytes are the peer's payload, which may
      * land in device memory */
     (void) mca_btl_devmem_held_new(&unclaimed, sd, addr, port, dev, &dev->listener,
-                                   dev->itf->name, "device-flow connection",
+                                   dev->part->itf->name, "device-flow connection",
                                    "no control connection named it before the handshake "
                                    "timeout",
                                    unclaimed_read);

@@ -123,7 +123,7 @@ static void learn_queue(struct mca_btl_devmem_devflow *df, struct devmem_kernel 
                           && q - d->rx_queue < MCA_BTL_DEVMEM_RX_QUEUES_MAX
                       ? (int) (q - d->rx_queue) : -2;
     DEVMEM_VERBOSE(10, "device flow %u from %s arrives on RX queue %u of %s", df->lane,
-                   OPAL_NAME_PRINT(df->ep->peer->name), q, d->itf->name);
+                   OPAL_NAME_PRINT(df->ep->peer->name), q, d->part->itf->name);
 }
 
 /* What the gets on the lane still owe: they join from any thread (btl_get, ep->lock). */

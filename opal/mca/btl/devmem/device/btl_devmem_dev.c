@@ -142,11 +142,11 @@ static void accepted(void *arg, int sd, const struct mca_btl_devmem_ip *addr, ui
 
 static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    uint16_t want = d->prev_port;
+    uint16_t want = d->part->prev_port;
     int rc = dev_state.via_helper
-                 ? mca_btl_devmem_helper_listen_socket(d->itf, want, &d->listener.fd,
+                 ? mca_btl_devmem_helper_listen_socket(d->part->itf, want, &d->listener.fd,
                                                        &d->listener.port)
-                 : mca_btl_devmem_listen_socket(d->itf, want, &d->listener.fd,
+                 : mca_btl_devmem_listen_socket(d->part->itf, want, &d->listener.fd,
                                                 &d->listener.port);
 
     if (0 != rc) {
@@ -156,7 +156,7 @@ static int open_listener(struct mca_btl_devmem_dev *d, char *why, size_t len)
     if (0 != want && want != d->listener.port) {
         DEVMEM_VERBOSE(1, "%s: device-flow port %u, which peers on other hosts know from an "
                        "earlier session, is taken: they cannot open device flows",
-                       d->itf->name, (unsigned) want);
+                       d->part->itf->name, (unsigned) want);
     }
     rc = mca_btl_devmem_listener_start(&d->listener);
     if (0 != rc) {
@@ -363,25 +363,25 @@ static int helper_bind_rx(struct mca_btl_devmem_dev *d, int fd, char *why, size_
                                        mca_btl_devmem_component.rx_queues < 0};
     struct devmem_helper_reply reply;
     struct devmem_err e;
-    int rc = devmem_helper_bind_rx(h, d->itf->name, &ask, fd, d->listener.fd, &reply,
+    int rc = devmem_helper_bind_rx(h, d->part->itf->name, &ask, fd, d->listener.fd, &reply,
                                    &e);
 
     /* a refused descriptor (-EBADF: the stand-in of helper_probe_nic) is not the count */
     if (0 != rc && ask.nqueues > 1 && ask.fewer && devmem_helper_version(h) < 2
         && -EPERM != rc && -EBADF != rc) {
         DEVMEM_VERBOSE(1, "devmem-helperd refused %u RX queues on %s (%s): asking for one",
-                       ask.nqueues, d->itf->name, e.msg);
+                       ask.nqueues, d->part->itf->name, e.msg);
         ask.nqueues = 1;
-        rc = devmem_helper_bind_rx(h, d->itf->name, &ask, fd, d->listener.fd, &reply,
+        rc = devmem_helper_bind_rx(h, d->part->itf->name, &ask, fd, d->listener.fd, &reply,
                                    &e);
     }
     if (0 == rc && reply.nqueues < ask.nqueues) {
         DEVMEM_VERBOSE(1, "devmem-helperd granted %u of %u RX queues on %s (its policy's "
                        "range and max-queues, what is free, shared among %u local rank(s))",
-                       reply.nqueues, ask.nqueues, d->itf->name, ask.sharers);
+                       reply.nqueues, ask.nqueues, d->part->itf->name, ask.sharers);
     }
     if (0 != rc) {
-        say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->itf->name, e.msg);
+        say(why, len, "devmem-helperd refused bind-rx on %s: %s", d->part->itf->name, e.msg);
         return rc;
     }
     d->helper_id = reply.binding_id;
@@ -468,7 +468,7 @@ static int real_nic_check(const struct mca_btl_devmem_if *itf, unsigned int *n_r
 
 static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
-    const struct mca_btl_devmem_if *itf = d->itf;
+    const struct mca_btl_devmem_if *itf = d->part->itf;
     struct devmem_err e;
     unsigned int n_rx = 0;
     char pool_why[200];
@@ -545,7 +545,7 @@ static int setup_real(struct mca_btl_devmem_dev *d, char *why, size_t len)
 static int setup_emulated(struct mca_btl_devmem_dev *d, char *why, size_t len)
 {
     unsigned int queues[MCA_BTL_DEVMEM_RX_QUEUES_MAX];
-    struct devmem_bind_req req = {d->itf->ifindex, queues, 0, &d->pool};
+    struct devmem_bind_req req = {d->part->itf->ifindex, queues, 0, &d->pool};
     struct devmem_err e;
     int rc;
 
@@ -599,16 +599,16 @@ static void dev_release(struct mca_btl_devmem_dev *d)
             (void) dev_state.k->ops->rss_del(dev_state.k, d->rss_ctx, NULL);
         }
     }
-    if (d->steer_rule >= 0 && 0 != devmem_nic_flow_del(d->itf->name,
+    if (d->steer_rule >= 0 && 0 != devmem_nic_flow_del(d->part->itf->name,
                                                        (uint32_t) d->steer_rule, &e)) {
         opal_output(0, "btl:devmem: could not remove steering rule %d on %s: %s",
-                    d->steer_rule, d->itf->name, e.msg);
+                    d->steer_rule, d->part->itf->name, e.msg);
     }
     /* the context after the rule that points at it */
     if (!d->steered && 0 != d->rss_ctx && 0 == d->helper_id
-        && 0 != devmem_nic_rss_ctx_delete(d->itf->name, d->rss_ctx, &e)) {
+        && 0 != devmem_nic_rss_ctx_delete(d->part->itf->name, d->rss_ctx, &e)) {
         opal_output(0, "btl:devmem: could not delete RSS context %u on %s: %s", d->rss_ctx,
-                    d->itf->name, e.msg);
+                    d->part->itf->name, e.msg);
     }
     if (0 != d->rx_id && DEV_BOUND == d->unbound
         && !(DEVMEM_KERNEL_REAL == dev_state.k->kind && 0 != d->helper_id)) {
@@ -627,8 +627,7 @@ static struct mca_btl_devmem_dev *dev_new(struct mca_btl_devmem_devpath *p)
         snprintf(p->reason, sizeof(p->reason), "out of memory");
         return NULL;
     }
-    d->itf = p->itf;
-    d->prev_port = p->prev_port;
+    d->part = p;
     snprintf(where, sizeof(where), "the device-flow port of %s", p->itf->name);
     mca_btl_devmem_listener_init(&d->listener, where, accepted, d);
     d->steer_rule = -1;

@@ -30,8 +30,7 @@ enum mca_btl_devmem_mode {
 
 /* One module's device path. */
 struct mca_btl_devmem_dev {
-    const struct mca_btl_devmem_if *itf; /* the module's interface */
-    uint16_t prev_port;         /* the part's prev_port: the listen port to take again */
+    const struct mca_btl_devmem_devpath *part; /* the module's part it is the path of */
     struct devmem_region pool;  /* where received payload lands */
     uint32_t rx_id;             /* its RX binding */
     unsigned int rx_queue;      /* the first bound RX queue */
